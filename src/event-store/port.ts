@@ -1,0 +1,117 @@
+// The one interface every event store adapter implements (Postgres by default, KurrentDB optionally).
+// Streams are named `tenant-<employerId>.<category>-<id>` so one tenant's history can be read alone;
+// streams that are not owned by a tenant (uniqueness reservations) are named `system.<category>-<id>`.
+
+/** Who caused an event. */
+export type Actor =
+  | { type: 'user'; id: string }
+  | { type: 'apiKey'; id: string }
+  | { type: 'scimToken'; id: string }
+  | { type: 'system'; id: string };
+
+export type EventMetadata = {
+  /** Employer id; null only for `system.*` streams. */
+  tenantId: string | null;
+  actor: Actor;
+  correlationId: string;
+  causationId: string | null;
+  /** Version of the event's data schema, so old events can be upcast when a shape changes. */
+  schemaVersion: number;
+  /** When the command that produced the event was decided (ISO 8601). */
+  occurredAt: string;
+};
+
+export type NewEvent = { type: string; data: Record<string, unknown> };
+
+/**
+ * A position in the global order. Postgres: commit = transaction id, prepare = global sequence;
+ * KurrentDB: its own commit/prepare positions. Compare with `comparePositions`, never by one field.
+ */
+export type Position = { commit: bigint; prepare: bigint };
+export const START: Position = { commit: 0n, prepare: 0n };
+
+export type RecordedEvent = {
+  eventId: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+  streamName: string;
+  /** 0-based revision of the event within its stream. */
+  streamRevision: bigint;
+  position: Position;
+  recordedAt: string;
+};
+
+/** 'no_stream': the stream must not exist; 'any': no check; a bigint: the stream's current last revision. */
+export type ExpectedRevision = 'no_stream' | 'any' | bigint;
+
+export type AppendResult = { nextExpectedRevision: bigint; position: Position };
+
+export type ReadAllOptions = {
+  /** Exclusive: events strictly after this position. */
+  after?: Position;
+  tenantId?: string;
+  maxCount?: number;
+};
+
+export type Subscription = { stop(): Promise<void> };
+
+export interface EventStore {
+  appendToStream(
+    streamName: string,
+    events: NewEvent[],
+    options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
+  ): Promise<AppendResult>;
+  /** Events of one stream in revision order; an empty array when the stream does not exist. */
+  readStream(streamName: string, options?: { fromRevision?: bigint }): Promise<RecordedEvent[]>;
+  /** Events in global order, never skipping one that commits later with a lower position. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Catch-up subscription: delivers every event after `after` in global order, then live ones. */
+  subscribeToAll(
+    options: { after?: Position; tenantId?: string },
+    onEvents: (events: RecordedEvent[]) => Promise<void>,
+  ): Subscription;
+  close(): Promise<void>;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  readonly streamName: string;
+  readonly expected: ExpectedRevision;
+  constructor(streamName: string, expected: ExpectedRevision) {
+    super(`Stream ${streamName} is not at the expected revision ${String(expected)}`);
+    this.name = 'WrongExpectedRevisionError';
+    this.streamName = streamName;
+    this.expected = expected;
+  }
+}
+
+export function comparePositions(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+/** Text form used in checkpoints, replay output and `--from`: `<commit>/<prepare>`. */
+export function formatPosition(p: Position): string {
+  return `${p.commit}/${p.prepare}`;
+}
+
+export function parsePosition(text: string): Position {
+  const match = /^(\d+)\/(\d+)$/.exec(text.trim());
+  if (!match) throw new Error(`A position looks like <commit>/<prepare>, e.g. 812/40; got "${text}"`);
+  return { commit: BigInt(match[1]!), prepare: BigInt(match[2]!) };
+}
+
+export function tenantStream(tenantId: string, category: string, id: string): string {
+  return `tenant-${tenantId}.${category}-${id}`;
+}
+
+export function systemStream(category: string, id: string): string {
+  return `system.${category}-${id}`;
+}
+
+/** The tenant a stream belongs to, read from its name; null for system streams. */
+export function tenantOfStream(streamName: string): string | null {
+  const match = /^tenant-([^.]+)\./.exec(streamName);
+  return match ? match[1]! : null;
+}
