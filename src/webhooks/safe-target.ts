@@ -1,0 +1,147 @@
+// Webhook targets must be public HTTPS endpoints (SPEC 2.2 "publicly reachable"): a tenant must not
+// be able to make the service call its own loopback, the cloud metadata endpoint or the private
+// network. Two places enforce it:
+// - assertSafeWebhookUrl, when a subscription is created or its url changes (a clear 400 early);
+// - createSafeDispatcher, on every connection: it resolves the host itself, checks every address
+//   and connects to the checked one, so a DNS answer that changes after the check (rebinding)
+//   never reaches a private address.
+// WEBHOOK_ALLOW_PRIVATE_NETWORKS (allowPrivateNetworks) lifts the address check for development and
+// tests; nothing lifts the https rule.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookupAll } from 'node:dns/promises';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent, buildConnector } from 'undici';
+
+export class UnsafeTargetError extends Error {
+  override name = 'UnsafeTargetError';
+}
+
+export type SafeTargetOptions = {
+  /** Development and tests only: skip the address check (https stays required). */
+  allowPrivateNetworks: boolean;
+};
+
+// Everything outside 2000::/3 is not global unicast (this also catches the deprecated
+// IPv4-compatible ::a.b.c.d form, which ipaddr.js does not name).
+const ipv6GlobalUnicast = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * Why `address` (an IP literal) must not be called, as a phrase like "a loopback address", or
+ * null when it is a public unicast address. ipaddr.js names the special ranges (private, loopback,
+ * linkLocal, uniqueLocal, multicast, carrierGradeNat, reserved incl. documentation, ...); any named
+ * range is refused. IPv4-mapped IPv6 (::ffff:127.0.0.1) is judged as the IPv4 address it maps to.
+ */
+export function refusedAddressClass(address: string): string | null {
+  const parsed = ipaddr.process(address);
+  const range = parsed.range();
+  if (range !== 'unicast') return `a ${range} address`;
+  if (parsed.kind() === 'ipv6' && !parsed.match(ipv6GlobalUnicast)) return 'an IPv6 address outside global unicast (2000::/3)';
+  return null;
+}
+
+function assertPublicAddress(host: string, address: string): void {
+  const refused = refusedAddressClass(address);
+  if (refused === null) return;
+  const subject = host === address ? address : `${host} resolves to ${address}, which is`;
+  throw new UnsafeTargetError(`webhook target refused: ${subject} ${refused}; only public addresses may receive webhooks`);
+}
+
+/** URL hostnames carry IPv6 literals in brackets; DNS and net want them bare. */
+function bareHost(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+/**
+ * Validates a subscription URL: parseable, https, no embedded credentials (the URL is shown in
+ * listings and logs), and unless allowPrivateNetworks, every address the host resolves to is public.
+ * Returns the parsed URL. Throws UnsafeTargetError with a message fit for a 400 response.
+ */
+export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptions): Promise<URL> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UnsafeTargetError('webhook url is not a valid absolute URL');
+  }
+  if (parsed.protocol !== 'https:') {
+    throw new UnsafeTargetError(`webhook url must use https, not ${parsed.protocol.replace(/:$/, '')}`);
+  }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new UnsafeTargetError('webhook url must not contain credentials; deliveries are authenticated by their signature');
+  }
+  if (options.allowPrivateNetworks) return parsed;
+
+  const host = bareHost(parsed.hostname);
+  if (isIP(host) !== 0) {
+    assertPublicAddress(host, host);
+    return parsed;
+  }
+  let addresses: LookupAddress[];
+  try {
+    addresses = await dnsLookupAll(host, { all: true });
+  } catch {
+    throw new UnsafeTargetError(`webhook target refused: ${host} could not be resolved`);
+  }
+  for (const { address } of addresses) assertPublicAddress(host, address);
+  return parsed;
+}
+
+/**
+ * A drop-in for dns.lookup used by the TLS socket: resolves all addresses, refuses the connection
+ * if any is not public, and hands the socket only checked addresses. Refusing on any bad address
+ * (not just skipping it) keeps the rule the same as assertSafeWebhookUrl's.
+ */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, '');
+    try {
+      for (const { address } of addresses) assertPublicAddress(hostname, address);
+    } catch (refusal) {
+      return callback(refusal as UnsafeTargetError, '');
+    }
+    const first = addresses[0];
+    if (options.all) return callback(null, addresses);
+    if (first === undefined) return callback(new UnsafeTargetError(`webhook target refused: ${hostname} has no address`), '');
+    callback(null, first.address, first.family);
+  });
+};
+
+export type SafeDispatcherOptions = SafeTargetOptions & {
+  /**
+   * Extra trusted CA certificate(s) in PEM, for tests whose receiver uses a self-signed
+   * certificate. Production leaves this unset: node's bundled roots plus NODE_EXTRA_CA_CERTS apply.
+   * Setting it replaces the default roots for this dispatcher, as in tls.connect.
+   */
+  ca?: string | string[];
+};
+
+/**
+ * The undici dispatcher every webhook attempt goes through. It pools keep-alive connections per
+ * origin (undici's Agent), so repeated deliveries to one receiver reuse a TLS socket, and its
+ * connector refuses non-https origins and, unless allowPrivateNetworks, non-public addresses:
+ * IP literals are checked directly (net does no lookup for them) and host names through
+ * publicOnlyLookup. Create one per process and close() it on shutdown.
+ */
+export function createSafeDispatcher(options: SafeDispatcherOptions): Agent {
+  const connectTls = buildConnector({
+    ...(options.ca === undefined ? {} : { ca: options.ca }),
+    ...(options.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup }),
+  });
+  return new Agent({
+    connect: (connectOptions, callback) => {
+      if (connectOptions.protocol !== 'https:') {
+        return callback(new UnsafeTargetError(`webhook target refused: ${connectOptions.protocol.replace(/:$/, '')} is not https`), null);
+      }
+      const host = bareHost(connectOptions.hostname);
+      if (!options.allowPrivateNetworks && isIP(host) !== 0) {
+        try {
+          assertPublicAddress(host, host);
+        } catch (refusal) {
+          return callback(refusal as UnsafeTargetError, null);
+        }
+      }
+      connectTls(connectOptions, callback);
+    },
+  });
+}

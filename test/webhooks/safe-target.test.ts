@@ -1,0 +1,143 @@
+// Refusals are checked before any socket opens, so no test here sends traffic anywhere but
+// 127.0.0.1; the dispatcher tests use loopback targets that a test receiver actually listens on.
+import type { Agent } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertSafeWebhookUrl, createSafeDispatcher, refusedAddressClass, UnsafeTargetError } from '../../src/webhooks/safe-target.ts';
+import { sendWebhookAttempt } from '../../src/webhooks/send.ts';
+import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+
+const checked = { allowPrivateNetworks: false };
+const unchecked = { allowPrivateNetworks: true };
+
+describe('refusedAddressClass', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['10.0.0.1', 'private'],
+    ['172.16.5.4', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'linkLocal'],
+    ['100.64.0.1', 'carrierGradeNat'],
+    ['0.0.0.0', 'unspecified'],
+    ['255.255.255.255', 'broadcast'],
+    ['224.0.0.1', 'multicast'],
+    ['192.0.2.10', 'reserved'],
+    ['198.51.100.7', 'reserved'],
+    ['203.0.113.9', 'reserved'],
+    ['240.0.0.1', 'reserved'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fe80::1', 'linkLocal'],
+    ['fc00::1', 'uniqueLocal'],
+    ['fd12:3456::1', 'uniqueLocal'],
+    ['ff02::1', 'multicast'],
+    ['2001:db8::1', 'reserved'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:10.1.2.3', 'private'],
+    ['::ffff:169.254.169.254', 'linkLocal'],
+    ['64:ff9b::a00:1', 'rfc6052'],
+    ['2002:7f00:1::', '6to4'],
+    ['::7f00:1', 'outside global unicast'],
+  ])('refuses %s as %s', (address, expectedClass) => {
+    expect(refusedAddressClass(address)).toContain(expectedClass);
+  });
+
+  it.each(['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('accepts the public address %s', (address) => {
+    expect(refusedAddressClass(address)).toBeNull();
+  });
+});
+
+describe('assertSafeWebhookUrl', () => {
+  it.each([
+    ['https://127.0.0.1/hook', 'loopback'],
+    ['https://10.0.0.1/hook', 'private'],
+    ['https://169.254.169.254/latest/meta-data', 'linkLocal'],
+    ['https://[::1]/hook', 'loopback'],
+    ['https://[fc00::1]/hook', 'uniqueLocal'],
+    ['https://[::ffff:127.0.0.1]/hook', 'loopback'],
+    ['https://100.64.0.1/hook', 'carrierGradeNat'],
+    ['https://2130706433/hook', 'loopback'],
+    ['https://0x7f.1/hook', 'loopback'],
+    ['https://localhost:8443/hook', 'localhost resolves to'],
+  ])('refuses %s (%s)', async (url, expected) => {
+    const refusal = assertSafeWebhookUrl(url, checked);
+    await expect(refusal).rejects.toBeInstanceOf(UnsafeTargetError);
+    await expect(refusal).rejects.toThrow(expected);
+  });
+
+  it('accepts a public https address', async () => {
+    const url = await assertSafeWebhookUrl('https://93.184.215.14:8443/hooks?team=a', checked);
+    expect(url.href).toBe('https://93.184.215.14:8443/hooks?team=a');
+  });
+
+  it('requires https, with or without the address check', async () => {
+    for (const options of [checked, unchecked]) {
+      await expect(assertSafeWebhookUrl('http://93.184.215.14/hook', options)).rejects.toThrow('must use https, not http');
+      await expect(assertSafeWebhookUrl('ftp://93.184.215.14/hook', options)).rejects.toThrow('must use https');
+    }
+  });
+
+  it('refuses invalid urls, embedded credentials and unresolvable hosts without echoing the url', async () => {
+    await expect(assertSafeWebhookUrl('not a url', checked)).rejects.toThrow('not a valid absolute URL');
+    const withCredentials = assertSafeWebhookUrl('https://user:hunter2@93.184.215.14/hook', unchecked);
+    await expect(withCredentials).rejects.toThrow('must not contain credentials');
+    await expect(withCredentials).rejects.not.toThrow('hunter2');
+    await expect(assertSafeWebhookUrl('https://no-such-host.invalid/hook', checked)).rejects.toThrow('could not be resolved');
+  });
+
+  it('lets allowPrivateNetworks accept private and loopback targets', async () => {
+    for (const url of ['https://127.0.0.1:8443/hook', 'https://10.0.0.1/hook', 'https://[::1]/hook', 'https://localhost/hook']) {
+      await expect(assertSafeWebhookUrl(url, unchecked)).resolves.toBeInstanceOf(URL);
+    }
+  });
+});
+
+describe('createSafeDispatcher', () => {
+  let receiver: HttpsReceiver;
+  let dispatchers: { checked: Agent; unchecked: Agent };
+  beforeAll(async () => {
+    receiver = await startHttpsReceiver();
+    dispatchers = { checked: createSafeDispatcher({ ...checked, ca: receiver.ca }), unchecked: createSafeDispatcher({ ...unchecked, ca: receiver.ca }) };
+  });
+  afterAll(async () => {
+    await Promise.all([dispatchers.checked.close(), dispatchers.unchecked.close()]);
+    await receiver.close();
+  });
+
+  const port = () => new URL(receiver.url).port;
+  const attempt = (url: string, allowPrivateNetworks: boolean) =>
+    sendWebhookAttempt({
+      url,
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+      dispatcher: allowPrivateNetworks ? dispatchers.unchecked : dispatchers.checked,
+    });
+
+  it.each([
+    ['https://127.0.0.1:PORT/hook', '127.0.0.1 a loopback address'],
+    ['https://[::ffff:127.0.0.1]:PORT/hook', 'a loopback address'],
+    ['https://[::1]:PORT/hook', '::1 a loopback address'],
+    // A host name goes through the dispatcher's own lookup, which checks what it connects to.
+    ['https://localhost:PORT/hook', 'localhost resolves to'],
+  ])('refuses %s at connect time, before any connection', async (url, expected) => {
+    const before = receiver.connectionCount();
+    const result = await attempt(url.replace('PORT', port()), false);
+    expect(result).toMatchObject({ ok: false, statusCode: null });
+    expect(result.error).toContain(expected);
+    expect(receiver.connectionCount()).toBe(before);
+  });
+
+  it('connects to the same loopback receiver when allowPrivateNetworks is set', async () => {
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const result = await attempt(`https://${host}:${port()}/hook`, true);
+      expect(result).toMatchObject({ ok: true, statusCode: 200, error: null });
+    }
+  });
+
+  it('never connects over plain http, even with allowPrivateNetworks', async () => {
+    const before = receiver.connectionCount();
+    const result = await attempt(`http://127.0.0.1:${port()}/hook`, true);
+    expect(result).toMatchObject({ ok: false, statusCode: null });
+    expect(result.error).toContain('http is not https');
+    expect(receiver.connectionCount()).toBe(before);
+  });
+});
