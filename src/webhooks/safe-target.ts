@@ -43,7 +43,7 @@ export function refusedAddressClass(address: string): string | null {
 function assertPublicAddress(host: string, address: string): void {
   const refused = refusedAddressClass(address);
   if (refused === null) return;
-  const subject = host === address ? address : `${host} resolves to ${address}, which is`;
+  const subject = host === address ? `${address} is` : `${host} resolves to ${address}, which is`;
   throw new UnsafeTargetError(`webhook target refused: ${subject} ${refused}; only public addresses may receive webhooks`);
 }
 

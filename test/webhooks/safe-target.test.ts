@@ -49,7 +49,7 @@ describe('refusedAddressClass', () => {
 describe('assertSafeWebhookUrl', () => {
   it.each([
     ['https://127.0.0.1/hook', 'loopback'],
-    ['https://10.0.0.1/hook', 'private'],
+    ['https://10.0.0.1/hook', '10.0.0.1 is a private address'],
     ['https://169.254.169.254/latest/meta-data', 'linkLocal'],
     ['https://[::1]/hook', 'loopback'],
     ['https://[fc00::1]/hook', 'uniqueLocal'],
@@ -113,9 +113,9 @@ describe('createSafeDispatcher', () => {
     });
 
   it.each([
-    ['https://127.0.0.1:PORT/hook', '127.0.0.1 a loopback address'],
-    ['https://[::ffff:127.0.0.1]:PORT/hook', 'a loopback address'],
-    ['https://[::1]:PORT/hook', '::1 a loopback address'],
+    ['https://127.0.0.1:PORT/hook', '127.0.0.1 is a loopback address'],
+    ['https://[::ffff:127.0.0.1]:PORT/hook', '::ffff:7f00:1 is a loopback address'],
+    ['https://[::1]:PORT/hook', '::1 is a loopback address'],
     // A host name goes through the dispatcher's own lookup, which checks what it connects to.
     ['https://localhost:PORT/hook', 'localhost resolves to'],
   ])('refuses %s at connect time, before any connection', async (url, expected) => {
