@@ -35,7 +35,7 @@ const ipv6GlobalUnicast = ipaddr.parseCIDR('2000::/3');
 export function refusedAddressClass(address: string): string | null {
   const parsed = ipaddr.process(address);
   const range = parsed.range();
-  if (range !== 'unicast') return `a ${range} address`;
+  if (range !== 'unicast') return `${/^[aeiou]/.test(range) ? 'an' : 'a'} ${range} address`;
   if (parsed.kind() === 'ipv6' && !parsed.match(ipv6GlobalUnicast)) return 'an IPv6 address outside global unicast (2000::/3)';
   return null;
 }
