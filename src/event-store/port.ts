@@ -68,7 +68,7 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Catch-up subscription: delivers every event after `after` in global order, then live ones. */
   subscribeToAll(
-    options: { after?: Position; tenantId?: string },
+    options: { after?: Position; tenantId?: string; onError?: (error: unknown) => void },
     onEvents: (events: RecordedEvent[]) => Promise<void>,
   ): Subscription;
   close(): Promise<void>;

@@ -1,0 +1,130 @@
+// Runs projections: each follows the global event order from its checkpoint and applies batches in
+// one transaction with its checkpoint. Several runner processes may run the same projection safely:
+// the checkpoint row is locked per batch and events at or below it are skipped.
+import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import type { Notifications } from '../src/db/notifications.ts';
+import {
+  START,
+  comparePositions,
+  formatPosition,
+  parsePosition,
+  type EventStore,
+  type Position,
+  type RecordedEvent,
+  type Subscription,
+} from '../src/event-store/port.ts';
+import type { Projection } from './projection.ts';
+
+export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
+
+const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
+
+async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<Position> {
+  await tx.query(sql.unsafe`INSERT INTO projection_checkpoints (name) VALUES (${name}) ON CONFLICT DO NOTHING`);
+  const row = await tx.one(sql.type(checkpointRow)`
+    SELECT position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ${name} FOR UPDATE`);
+  return { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
+}
+
+async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, position: Position, applied: number) {
+  await tx.query(sql.unsafe`
+    UPDATE projection_checkpoints
+    SET position_commit = ${position.commit.toString()}::bigint, position_prepare = ${position.prepare.toString()}::bigint,
+        events_applied = events_applied + ${applied}, updated_at = now()
+    WHERE name = ${name}`);
+  await tx.query(sql.unsafe`SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`})`);
+}
+
+/** Applies one batch to a projection in the transaction that moves its checkpoint. */
+export async function applyBatch(pool: DatabasePool, projection: Projection, batch: RecordedEvent[]): Promise<number> {
+  return pool.transaction(async (tx) => {
+    const checkpoint = await lockCheckpoint(tx, projection.name);
+    const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
+    if (fresh.length === 0) return 0;
+    const relevant = fresh.filter((event) => projection.eventTypes.includes(event.type));
+    if (relevant.length > 0) await projection.apply(tx, relevant);
+    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, relevant.length);
+    return relevant.length;
+  });
+}
+
+export async function readCheckpoint(pool: DatabasePool, name: string): Promise<Position> {
+  const row = await pool.maybeOne(sql.type(checkpointRow)`
+    SELECT position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ${name}`);
+  return row ? { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) } : START;
+}
+
+export type ProjectionRunner = { stop(): Promise<void> };
+
+export async function startProjectionRunner(deps: {
+  pool: DatabasePool;
+  eventStore: EventStore;
+  projections: Projection[];
+  onError: (projection: string, error: unknown) => void;
+}): Promise<ProjectionRunner> {
+  const subscriptions: Subscription[] = [];
+  for (const projection of deps.projections) {
+    const after = await readCheckpoint(deps.pool, projection.name);
+    subscriptions.push(
+      deps.eventStore.subscribeToAll(
+        { after, onError: (error) => deps.onError(projection.name, error) },
+        async (batch) => void (await applyBatch(deps.pool, projection, batch)),
+      ),
+    );
+  }
+  return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };
+}
+
+/**
+ * Read-your-writes: resolves when every projection in `names` has passed `position`, or after
+ * `timeoutMs` (the write is durable either way; only the read model is late). Learns checkpoints from
+ * NOTIFY so waiting costs no polling.
+ */
+export function createProjectionWaiter(deps: {
+  pool: DatabasePool;
+  notifications: Notifications;
+  names: string[];
+  timeoutMs: number;
+}) {
+  const known = new Map<string, Position>();
+  const waiters = new Set<() => void>();
+  const listening = deps.notifications.listen(CHECKPOINT_CHANNEL, (payload) => {
+    const [name, position] = payload.split(' ');
+    if (name && position) {
+      const parsed = parsePosition(position);
+      const previous = known.get(name);
+      if (!previous || comparePositions(parsed, previous) > 0) known.set(name, parsed);
+    }
+    for (const wake of waiters) wake();
+  });
+  const caughtUp = (position: Position) =>
+    deps.names.every((name) => {
+      const checkpoint = known.get(name);
+      return checkpoint !== undefined && comparePositions(checkpoint, position) >= 0;
+    });
+  const refresh = async () => {
+    for (const name of deps.names) {
+      const position = await readCheckpoint(deps.pool, name);
+      const previous = known.get(name);
+      if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
+    }
+  };
+
+  return async function waitForProjections(position: Position): Promise<boolean> {
+    await listening;
+    if (caughtUp(position)) return true;
+    await refresh();
+    if (caughtUp(position)) return true;
+    return new Promise<boolean>((resolve) => {
+      const done = (result: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(result);
+      };
+      const check = () => caughtUp(position) && done(true);
+      const timer = setTimeout(() => done(false), deps.timeoutMs);
+      waiters.add(check);
+    });
+  };
+}

@@ -1,0 +1,29 @@
+// Everything a route, command or task needs from the running service, built once in src/main.ts.
+import type { KeyObject } from 'node:crypto';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Principal, Scope } from './auth/principal.ts';
+import type { Config } from './config.ts';
+import type { Notifications } from './db/notifications.ts';
+import type { Database } from './db/pools.ts';
+import type { CommandDeps } from './event-store/command-handler.ts';
+import type { EventStore } from './event-store/port.ts';
+
+/** Authenticates an `x-api-key` call for a route needing `scope` (built by the api-keys capability). */
+export type ApiKeyAuthenticator = (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
+
+export type AppContext = {
+  config: Config;
+  db: Database;
+  eventStore: EventStore;
+  notifications: Notifications;
+  logger: Logger;
+  commands: CommandDeps;
+  openapi: OpenAPIRegistry;
+  apiKeyAuthenticator: ApiKeyAuthenticator | null;
+  /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */
+  encryptionKey: KeyObject;
+  /** Work to finish on shutdown (telemetry flushes and the like), run after the HTTP server closes. */
+  shutdownHooks: Array<() => Promise<void>>;
+};

@@ -1,0 +1,81 @@
+// Authentication of one request against its route's declared requirement. Order: an `x-api-key`
+// header decides the mode (API-key pipeline of the api-keys capability); otherwise the session cookie,
+// then role, then scope, then cross-site request forgery protection for state-changing calls.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../app-context.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { findActiveSession } from '../identity/commands.ts';
+import { ROLE_SCOPES, type Principal, type Role, type RouteAuth } from './principal.ts';
+
+export const SESSION_COOKIE = 'ei_session';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export async function authenticate(ctx: AppContext, request: FastifyRequest, _reply: FastifyReply, auth: RouteAuth): Promise<Principal | null> {
+  if ('public' in auth) return null;
+  const rawKey = request.headers['x-api-key'];
+  if (rawKey !== undefined) {
+    if (!auth.modes.includes('apiKey')) {
+      throw new DomainError(403, 'SESSION_REQUIRED', 'This route accepts only a browser session; API keys cannot call it.');
+    }
+    if (!ctx.apiKeyAuthenticator) throw new DomainError(401, 'INVALID_API_KEY', 'API keys are not accepted by this server.');
+    const principal = await ctx.apiKeyAuthenticator(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope);
+    request.principal = principal;
+    return principal;
+  }
+
+  const sessionSecret = request.cookies?.[SESSION_COOKIE];
+  if (!sessionSecret || !auth.modes.includes('session')) {
+    const how = auth.modes.includes('apiKey') && auth.modes.includes('session') ? 'an x-api-key header or a browser session'
+      : auth.modes.includes('apiKey') ? 'an x-api-key header' : 'a browser session';
+    throw new DomainError(401, 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
+  }
+  const session = await findActiveSession(ctx, sessionSecret);
+  if (!session) throw new DomainError(401, 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
+  const role = session.role as Role;
+  const principal: Principal = {
+    kind: 'session',
+    employerId: session.employer_id,
+    userId: session.user_id,
+    role,
+    sessionId: session.session_id,
+    scopes: ROLE_SCOPES[role] ?? [],
+  };
+  if (auth.role && role !== auth.role) throw new DomainError(403, 'FORBIDDEN_ROLE', `This route requires the role ${auth.role}.`);
+  if (auth.scope && !principal.scopes.includes(auth.scope)) {
+    throw new DomainError(403, 'INSUFFICIENT_SCOPE', `Your role does not allow ${auth.scope}.`, { requiredScopes: [auth.scope], keyScopes: [...principal.scopes] });
+  }
+  if (!SAFE_METHODS.has(request.method)) assertSameOrigin(ctx, request);
+  request.principal = principal;
+  return principal;
+}
+
+/**
+ * Cookie-authenticated writes must come from our own pages: browsers send Origin on cross-site (and
+ * same-origin) POST/PUT/PATCH/DELETE; Referer is the fallback. A request carrying neither is refused.
+ */
+function assertSameOrigin(ctx: AppContext, request: FastifyRequest) {
+  const expected = new URL(ctx.config.PUBLIC_BASE_URL).origin;
+  const origin = request.headers.origin ?? originOf(request.headers.referer);
+  if (origin !== expected) {
+    throw new DomainError(403, 'CSRF_REJECTED', 'Cross-site request refused: the Origin (or Referer) header must be this service\'s own origin.');
+  }
+}
+
+function originOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+    errorShape?: import('../http/errors.ts').ErrorShape;
+  }
+}

@@ -1,0 +1,6 @@
+// Every capability of the service, in the order their routes are registered.
+import type { Capability } from './capability.ts';
+import { identityCapability } from './identity/capability.ts';
+import { tenantsCapability } from './tenants/capability.ts';
+
+export const capabilities: Capability[] = [tenantsCapability, identityCapability];

@@ -1,0 +1,20 @@
+// What a capability (api-keys, webhooks, sso, scim, ...) contributes to the running service. The list
+// of capabilities lives in src/capabilities.ts; src/main.ts wires each part into its runner.
+import type { TaskList } from 'graphile-worker';
+import type { Projection } from '../projections/projection.ts';
+import type { AppContext } from './app-context.ts';
+import type { AuditMappers } from './audit/audit-entry.ts';
+import type { RoutePlugin } from './http/server.ts';
+import type { EventConsumer } from './worker/dispatcher.ts';
+
+export type Capability = {
+  name: string;
+  routes?: RoutePlugin[];
+  projections?: Projection[];
+  auditMappers?: AuditMappers;
+  /** Events this capability handles in the worker, each through one of its tasks. */
+  consumers?: EventConsumer[];
+  tasks?: (ctx: AppContext) => TaskList;
+  /** Called once per process before anything runs (install authenticators, start caches, ...). */
+  setup?: (ctx: AppContext) => Promise<void>;
+};

@@ -1,0 +1,209 @@
+// The command line: `npm run cli -- <command>` (or the package's bin). `serve` runs the service; the
+// others are operator and auditor tools that run against the same database.
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { readCheckpoint } from '../projections/runner.ts';
+import { rebuildProjection } from '../projections/rebuild.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { issueSignInToken } from './identity/commands.ts';
+import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
+import { comparePositions, formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
+import { createEmployer } from './tenants/commands.ts';
+
+const USAGE = `Usage: npm run cli -- <command>
+
+  serve [--role all|api|worker|projections]   run the service (roles may be comma-separated)
+  migrate                                    apply database migrations
+  tenants create --name <name> --admin-email <email> [--json]
+  signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
+  projections status                          each projection's position and lag
+  projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
+
+const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
+
+async function main(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      role: { type: 'string', default: 'all' },
+      name: { type: 'string' },
+      'admin-email': { type: 'string' },
+      email: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      tenant: { type: 'string' },
+      from: { type: 'string' },
+      format: { type: 'string', default: 'ndjson' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [command, subcommand, argument] = positionals;
+  if (values.help || !command) return void console.log(USAGE);
+  const config = loadConfig();
+
+  if (command === 'serve') return serve(config, parseRoles(values.role!));
+  if (command === 'migrate') {
+    const { connectDatabase } = await import('./main.ts');
+    const { embedded } = await connectDatabase(config);
+    await embedded?.stop();
+    return void console.log('Migrations applied.');
+  }
+
+  // Operator commands run the projections in-process while they work, so what they write is readable
+  // at once even when no server is running; with a server running, both runners share the work safely.
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: ['projections'] });
+  try {
+    if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
+    if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
+    if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service);
+    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
+    throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
+  } finally {
+    await service.stop();
+  }
+}
+
+class UsageError extends Error {}
+
+function parseRoles(text: string): Role[] {
+  if (text === 'all') return ALL_ROLES;
+  const roles = text.split(',').map((role) => role.trim());
+  for (const role of roles) if (!ALL_ROLES.includes(role as Role)) throw new UsageError(`--role takes all, api, worker or projections; got ${role}`);
+  return roles as Role[];
+}
+
+async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
+  const service = await startService({ config, roles });
+  const where = service.url ? ` on ${config.PUBLIC_BASE_URL} (listening at ${service.url})` : '';
+  console.log(`employer-integrations running [${roles.join(', ')}]${where}; database: ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.DATA_DIR}`}.`);
+  if (service.url) console.log('Create a first tenant with: npm run cli -- tenants create --name Acme --admin-email admin@acme.test');
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    if (++signals > 1) process.exit(130);
+    console.log(`${signal}: finishing in-flight requests and jobs, then stopping.`);
+    void service.stop().then(() => process.exit(0), (error) => {
+      console.error(error);
+      process.exit(1);
+    });
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function createTenant(service: Service, name: string | undefined, adminEmail: string | undefined, json: boolean) {
+  const input = z.object({ name: z.string().trim().min(1).max(200), adminEmail: z.string().trim().email() }).safeParse({ name, adminEmail });
+  if (!input.success) throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address).');
+  const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { ...input.data, actor: SYSTEM_ACTOR });
+  const link = await issueSignInToken(service.ctx, { employerId, userId: adminUserId, via: 'cli', context: { tenantId: employerId, actor: SYSTEM_ACTOR } });
+  if (json) return void console.log(JSON.stringify({ employerId, adminUserId, signInUrl: link.signInUrl, signInUrlExpiresAt: link.expiresAt }));
+  console.log(`Employer ${input.data.name} created: ${employerId}\nAdmin ${input.data.adminEmail} (${adminUserId}) signs in once at:\n  ${link.signInUrl}\n(valid until ${link.expiresAt})`);
+}
+
+async function signInLink(service: Service, email: string | undefined, json: boolean) {
+  if (!email) throw new UsageError('signin-link needs --email <email>.');
+  const user = await service.ctx.db.slonik.maybeOne(sql.type(z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() }))`
+    SELECT id, employer_id, active FROM users WHERE lower(email) = lower(${email})`);
+  if (!user) throw new UsageError(`No user has the e-mail ${email}.`);
+  if (!user.active) throw new UsageError(`The user ${email} is deactivated.`);
+  const link = await issueSignInToken(service.ctx, { employerId: user.employer_id, userId: user.id, via: 'cli', context: { tenantId: user.employer_id, actor: SYSTEM_ACTOR } });
+  if (json) return void console.log(JSON.stringify({ employerId: user.employer_id, userId: user.id, signInUrl: link.signInUrl, expiresAt: link.expiresAt }));
+  console.log(`${link.signInUrl}\n(valid until ${link.expiresAt})`);
+}
+
+async function projectionsStatus(service: Service) {
+  const pool = service.ctx.db.slonik;
+  const rows = [];
+  for (const projection of service.projections) {
+    const position = await readCheckpoint(pool, projection.name);
+    const lag = await pool.oneFirst(sql.type(z.object({ lag: z.number() }))`
+      SELECT count(*)::int AS lag FROM events
+      WHERE (transaction_id, global_position) > (${position.commit.toString()}::xid8, ${position.prepare.toString()}::bigint)`);
+    rows.push({ projection: projection.name, position: formatPosition(position), lagEvents: lag, rebuildable: projection.rebuildable !== false });
+  }
+  console.table(rows);
+}
+
+async function projectionsRebuild(service: Service, name: string | undefined) {
+  const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
+  if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
+  const total = await service.ctx.db.slonik.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM events`);
+  for (const projection of targets) {
+    const progress = createProgress(`rebuild ${projection.name}`, total);
+    let read = 0;
+    const started = performance.now();
+    const result = await rebuildProjection({
+      pool: service.ctx.db.slonik,
+      eventStore: service.ctx.eventStore,
+      projection,
+      onProgress: ({ position }) => progress.update((read = Math.min(total, Number(position.prepare)))),
+    });
+    progress.stop();
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+  }
+}
+
+async function replay(service: Service, tenantId: string | undefined, from: string | undefined, format: string) {
+  if (!tenantId) throw new UsageError('events replay needs --tenant <employerId>.');
+  if (format !== 'ndjson' && format !== 'table') throw new UsageError('--format takes ndjson or table.');
+  let after = from ? parsePosition(from) : START;
+  const write = (text: string) => new Promise<void>((resolve) => (process.stdout.write(text) ? resolve() : process.stdout.once('drain', resolve)));
+  for (;;) {
+    const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
+    if (batch.length === 0) break;
+    let out = '';
+    for (const event of batch) {
+      if (format === 'ndjson') {
+        out += `${JSON.stringify({
+          position: formatPosition(event.position),
+          streamName: event.streamName,
+          streamRevision: Number(event.streamRevision),
+          eventId: event.eventId,
+          type: event.type,
+          recordedAt: event.recordedAt,
+          metadata: event.metadata,
+          data: event.data,
+        })}\n`;
+      } else {
+        out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}\n`;
+      }
+    }
+    await write(out);
+    const last = batch[batch.length - 1]!.position;
+    if (comparePositions(last, after) <= 0) break;
+    after = last;
+  }
+}
+
+/** A progress bar on a terminal; plain lines (every 10%) otherwise, so logs stay readable. */
+function createProgress(label: string, total: number) {
+  if (process.stderr.isTTY) {
+    const bar = new cliProgress.SingleBar({ format: `${label} [{bar}] {percentage}% {value}/{total} events`, stream: process.stderr }, cliProgress.Presets.shades_classic);
+    bar.start(Math.max(total, 1), 0);
+    return { update: (value: number) => bar.update(value), stop: () => bar.stop() };
+  }
+  let lastDecile = -1;
+  return {
+    update: (value: number) => {
+      const decile = Math.floor((value / Math.max(total, 1)) * 10);
+      if (decile > lastDecile) {
+        lastDecile = decile;
+        console.error(`${label}: ${value}/${total} events (${decile * 10}%)`);
+      }
+    },
+    stop: () => {},
+  };
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  if (error instanceof UsageError || error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(2);
+  }
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exit(1);
+});

@@ -1,0 +1,60 @@
+// Configuration comes only from environment variables, validated once at start-up: a bad value stops
+// the process with a message naming the variable instead of failing later in a request.
+import { z } from 'zod';
+
+const booleanFromText = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const configSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z.string().url().optional(),
+    DATA_DIR: z.string().min(1).default('./.data'),
+    EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1024).max(65535).default(54329),
+    PUBLIC_BASE_URL: z.string().url().optional(),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    EVENT_STORE: z.enum(['postgres', 'esdb']).default('postgres'),
+    EVENTSTORE_CONNECTION_STRING: z.string().min(1).optional(),
+    /** 32 bytes as base64 or hex; encrypts webhook signing secrets at rest. */
+    ENCRYPTION_KEY: z.string().min(1).optional(),
+    /** Comma-separated addresses/CIDRs of trusted reverse proxies, or true/false. */
+    TRUST_PROXY: z.string().default('false'),
+    SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
+    SIGNIN_TOKEN_TTL_MINUTES: z.coerce.number().positive().default(15),
+    /** How long a command waits for the projections it needs before answering (read-your-writes). */
+    PROJECTION_WAIT_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+    API_KEY_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
+    WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
+    SAML_CLOCK_SKEW_MS: z.coerce.number().int().min(0).default(120_000),
+    /** Origins (besides our own) that a SAML `returnTo` may point at. Comma-separated. */
+    RETURN_TO_ALLOWED_ORIGINS: z.string().default(''),
+  })
+  .superRefine((env, ctx) => {
+    if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {
+      ctx.addIssue({ code: 'custom', path: ['EVENTSTORE_CONNECTION_STRING'], message: 'is required when EVENT_STORE=esdb' });
+    }
+    if (env.NODE_ENV === 'production' && env.DATABASE_URL && !env.ENCRYPTION_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'is required when DATABASE_URL is set and NODE_ENV=production' });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema> & { PUBLIC_BASE_URL: string };
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in most shells' `VAR= command`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = configSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = parsed.data;
+  const publicBaseUrl = (config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
+  return { ...config, PUBLIC_BASE_URL: publicBaseUrl };
+}

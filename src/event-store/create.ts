@@ -1,0 +1,14 @@
+// Chooses the event store adapter from EVENT_STORE.
+import type { Config } from '../config.ts';
+import type { Notifications } from '../db/notifications.ts';
+import type { Database } from '../db/pools.ts';
+import type { EventStore } from './port.ts';
+import { createPostgresEventStore } from './postgres.ts';
+
+export async function createEventStore(config: Config, db: Database, notifications: Notifications): Promise<EventStore> {
+  if (config.EVENT_STORE === 'esdb') {
+    const { createKurrentDbEventStore } = await import('./kurrentdb.ts');
+    return createKurrentDbEventStore(config.EVENTSTORE_CONNECTION_STRING!);
+  }
+  return createPostgresEventStore(db.slonik, notifications);
+}

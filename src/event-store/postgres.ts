@@ -1,0 +1,162 @@
+// Postgres adapter of the event store (the default). See migrations/0001_event_store.sql for the
+// table, the append function and the append-only triggers.
+import { randomUUID } from 'node:crypto';
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import type { Notifications } from '../db/notifications.ts';
+import {
+  WrongExpectedRevisionError,
+  START,
+  tenantOfStream,
+  type AppendResult,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type Position,
+  type ReadAllOptions,
+  type RecordedEvent,
+} from './port.ts';
+
+const EXPECTED_ANY = -1n;
+const EXPECTED_NO_STREAM = -2n;
+const DEFAULT_READ_BATCH = 1000;
+/** Subscribers also poll this often, in case a notification was lost with a dropped connection. */
+const SUBSCRIPTION_POLL_MS = 2000;
+
+const eventRow = z.object({
+  event_id: z.string(),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  metadata: z.custom<EventMetadata>(),
+  stream_name: z.string(),
+  stream_revision: z.string(),
+  transaction_id: z.string(),
+  global_position: z.string(),
+  recorded_at: z.string(),
+});
+
+const appendRow = z.object({ next_revision: z.string(), last_position: z.string(), transaction_id: z.string() });
+
+const EVENT_COLUMNS = sql.fragment`event_id, type, data, metadata, stream_name, stream_revision::text,
+  transaction_id::text, global_position::text, recorded_at`;
+
+function toRecordedEvent(row: z.infer<typeof eventRow>): RecordedEvent {
+  return {
+    eventId: row.event_id,
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    streamName: row.stream_name,
+    streamRevision: BigInt(row.stream_revision),
+    position: { commit: BigInt(row.transaction_id), prepare: BigInt(row.global_position) },
+    recordedAt: row.recorded_at,
+  };
+}
+
+export function createPostgresEventStore(pool: DatabasePool, notifications: Notifications): EventStore {
+  const readAll = async (options: ReadAllOptions = {}): Promise<RecordedEvent[]> => {
+    const after = options.after ?? START;
+    const tenantFilter = options.tenantId ? sql.fragment`AND tenant_id = ${options.tenantId}` : sql.fragment``;
+    const rows = await pool.any(sql.type(eventRow)`
+      SELECT ${EVENT_COLUMNS} FROM events
+      WHERE (transaction_id, global_position) > (${after.commit.toString()}::xid8, ${after.prepare.toString()}::bigint)
+        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ${tenantFilter}
+      ORDER BY transaction_id, global_position
+      LIMIT ${options.maxCount ?? DEFAULT_READ_BATCH}`);
+    return rows.map(toRecordedEvent);
+  };
+
+  return {
+    async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
+      if (events.length === 0) throw new Error('appendToStream needs at least one event');
+      const tenantId = tenantOfStream(streamName);
+      if (tenantId !== metadata.tenantId) {
+        throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
+      }
+      try {
+        const rows = await pool.many(sql.type(appendRow)`
+          SELECT next_revision::text, last_position::text, transaction_id FROM append_to_stream(
+            ${streamName}, ${tenantId}, ${encodeExpected(expectedRevision).toString()}::bigint,
+            ${sql.array(events.map(() => randomUUID()), 'uuid')},
+            ${sql.array(events.map((event) => event.type), 'text')},
+            ${sql.array(events.map((event) => JSON.stringify(event.data)), 'jsonb')},
+            ${sql.jsonb(metadata)})`);
+        const last = rows[rows.length - 1]!;
+        return {
+          nextExpectedRevision: BigInt(last.next_revision),
+          position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.last_position) },
+        };
+      } catch (error) {
+        if (isWrongExpectedRevision(error)) throw new WrongExpectedRevisionError(streamName, expectedRevision);
+        throw error;
+      }
+    },
+
+    async readStream(streamName, options = {}) {
+      const rows = await pool.any(sql.type(eventRow)`
+        SELECT ${EVENT_COLUMNS} FROM events
+        WHERE stream_name = ${streamName} AND stream_revision >= ${(options.fromRevision ?? 0n).toString()}::bigint
+        ORDER BY stream_revision`);
+      return rows.map(toRecordedEvent);
+    },
+
+    readAll,
+
+    subscribeToAll({ after = START, tenantId, onError }, onEvents) {
+      let position: Position = after;
+      let stopped = false;
+      let wake: (() => void) | null = null;
+      const sleep = () =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, SUBSCRIPTION_POLL_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      const unlisten = notifications.listen('events_appended', () => wake?.());
+      const loop = (async () => {
+        await unlisten;
+        while (!stopped) {
+          try {
+            const batch = await readAll({ after: position, ...(tenantId ? { tenantId } : {}) });
+            if (batch.length === 0) {
+              await sleep();
+              continue;
+            }
+            await onEvents(batch);
+            position = batch[batch.length - 1]!.position;
+          } catch (error) {
+            // The same batch is offered again after a pause: the handler decides what it had applied.
+            onError?.(error);
+            await sleep();
+          }
+        }
+      })();
+      return {
+        async stop() {
+          stopped = true;
+          (wake as (() => void) | null)?.();
+          (await unlisten)();
+          await loop.catch(() => {});
+        },
+      };
+    },
+
+    async close() {},
+  };
+}
+
+function encodeExpected(expected: ExpectedRevision): bigint {
+  if (expected === 'any') return EXPECTED_ANY;
+  if (expected === 'no_stream') return EXPECTED_NO_STREAM;
+  return expected;
+}
+
+function isWrongExpectedRevision(error: unknown): boolean {
+  for (let current: unknown = error; current; current = (current as { cause?: unknown }).cause) {
+    if ((current as { code?: string }).code === 'EV001') return true;
+  }
+  return false;
+}

@@ -1,0 +1,65 @@
+// One error shape for employer routes: { code, message, requestId } plus documented extra fields.
+// FHIR and SCIM routes answer in their own standard shapes (OperationOutcome, SCIM error envelope):
+// a route picks its shape with `config.errorShape`.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { z, ZodError } from 'zod';
+import { DomainError } from '../event-store/decider.ts';
+import { WrongExpectedRevisionError } from '../event-store/port.ts';
+
+export const errorBodySchema = z
+  .object({
+    code: z.string().meta({ example: 'VALIDATION_ERROR' }),
+    message: z.string(),
+    requestId: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional().meta({ description: 'VALIDATION_ERROR: the failing fields' }),
+  })
+  .catchall(z.unknown())
+  .meta({ id: 'Error', description: 'Error body of every employer route. Extra fields are documented per code (e.g. INSUFFICIENT_SCOPE carries requiredScopes and keyScopes).' });
+
+/** An error as the service understands it, before a route's shape is applied. */
+export type ServiceError = { status: number; code: string; message: string; details: Record<string, unknown> };
+
+export type ErrorShape = (error: ServiceError, request: FastifyRequest) => { body: unknown; contentType?: string };
+
+export const defaultErrorShape: ErrorShape = (error, request) => ({
+  body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
+});
+
+export function validationError(error: ZodError, where: string): DomainError {
+  const errors = error.issues.map((issue) => ({
+    path: [where, ...issue.path.map(String)].join('.'),
+    message: issue.message,
+  }));
+  return new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+}
+
+/** Maps anything thrown in a request to a ServiceError; unknown errors become a bare 500. */
+export function toServiceError(error: unknown): ServiceError {
+  if (error instanceof DomainError) return { status: error.status, code: error.code, message: error.message, details: error.details };
+  if (error instanceof WrongExpectedRevisionError) {
+    return { status: 409, code: 'CONCURRENT_MODIFICATION', message: 'The resource was changed by another request; retry.', details: {} };
+  }
+  const fastifyError = error as FastifyError;
+  if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    const codes: Record<string, string> = {
+      FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+      FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+      FST_ERR_CTP_EMPTY_JSON_BODY: 'VALIDATION_ERROR',
+      FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+    };
+    const code = codes[fastifyError.code] ?? (fastifyError.statusCode === 404 ? 'NOT_FOUND' : 'BAD_REQUEST');
+    const message = code === 'MALFORMED_JSON' || fastifyError instanceof SyntaxError ? 'The request body is not valid JSON.' : fastifyError.message;
+    return { status: fastifyError.statusCode, code, message, details: {} };
+  }
+  return { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred. It has been logged with the request id.', details: {} };
+}
+
+export function sendServiceError(reply: FastifyReply, request: FastifyRequest, error: ServiceError, shape: ErrorShape = defaultErrorShape) {
+  const { body, contentType } = shape(error, request);
+  if (contentType) reply.type(contentType);
+  return reply.status(error.status).send(body);
+}
+
+export function notFound(what: string): DomainError {
+  return new DomainError(404, 'NOT_FOUND', `${what} was not found.`);
+}

@@ -1,0 +1,99 @@
+// Declares a route once: fastify registration, authentication, zod validation of params, query and
+// body, and the OpenAPI entry all come from the same definition.
+import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { z, ZodType } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import type { Principal, RouteAuth } from '../auth/principal.ts';
+import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
+
+type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
+
+export type RouteResponses = Record<number, { description: string; schema?: ZodType; contentType?: string }>;
+
+export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
+  method: HTTPMethods;
+  /** fastify path syntax: /api/employer/webhooks/:webhookId */
+  url: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  auth: Auth;
+  body?: Body;
+  params?: Params;
+  querystring?: Query;
+  responses: RouteResponses;
+  errorShape?: ErrorShape;
+  /** Accepts the documented media types besides JSON (e.g. SCIM's application/scim+json). */
+  bodyLimit?: number;
+  handler: (
+    input: {
+      body: Infer<Body>;
+      params: Infer<Params>;
+      query: Infer<Query>;
+      principal: Auth extends { public: true } ? null : Principal;
+      request: FastifyRequest;
+      reply: FastifyReply;
+    },
+  ) => Promise<unknown>;
+};
+
+export function defineRoute<Body extends ZodType | undefined, Params extends ZodType | undefined, Query extends ZodType | undefined, Auth extends RouteAuth>(
+  fastify: FastifyInstance,
+  ctx: AppContext,
+  route: RouteDefinition<Body, Params, Query, Auth>,
+): void {
+  registerOpenApi(ctx.openapi, route);
+  fastify.route({
+    method: route.method,
+    url: route.url,
+    ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
+    config: { auth: route.auth, errorShape: route.errorShape },
+    handler: async (request, reply) => {
+      const principal = await authenticate(ctx, request, reply, route.auth);
+      const params = parseInput(route.params, request.params, 'params');
+      const query = parseInput(route.querystring, request.query, 'query');
+      const body = parseInput(route.body, request.body, 'body');
+      const result = await route.handler({ body, params, query, principal, request, reply } as never);
+      if (reply.sent) return reply;
+      return result;
+    },
+  });
+}
+
+function parseInput(schema: ZodType | undefined, value: unknown, where: string): unknown {
+  if (!schema) return undefined;
+  const parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  if (!parsed.success) throw validationError(parsed.error, where);
+  return parsed.data;
+}
+
+function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {
+  const responses: Record<string, ResponseConfig> = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    responses[status] = {
+      description: response.description,
+      ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } } : {}),
+    };
+  }
+  if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
+  const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  for (const method of methods) {
+    registry.registerPath({
+      method: method.toLowerCase() as 'get',
+      path: route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      tags: route.tags,
+      security,
+      request: {
+        ...(route.params ? { params: route.params as never } : {}),
+        ...(route.querystring ? { query: route.querystring as never } : {}),
+        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } } } } : {}),
+      },
+      responses,
+    });
+  }
+}

@@ -1,0 +1,78 @@
+// The built-in identity provider's browser endpoints: sign-in link exchange, current session, logout.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { actorOf, ROLES } from '../auth/principal.ts';
+import { SESSION_COOKIE } from '../auth/authenticate.ts';
+import { defineRoute } from '../http/route.ts';
+import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
+import { findActiveSessionById } from './queries.ts';
+
+const sessionResponse = z
+  .object({
+    user: z.object({ id: z.string(), email: z.string(), role: z.enum(ROLES) }),
+    employerId: z.string(),
+    sessionId: z.string(),
+    expiresAt: z.string().datetime(),
+  })
+  .meta({ id: 'Session' });
+
+export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const secureCookie = ctx.config.PUBLIC_BASE_URL.startsWith('https:');
+
+  defineRoute(fastify, ctx, {
+    method: 'GET',
+    url: SIGNIN_PATH,
+    summary: 'Exchange a one-time sign-in token for a session cookie',
+    description: 'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` (a path) or `/api/auth/session`.',
+    tags: ['Identity'],
+    auth: { public: true },
+    querystring: z.object({ token: z.string().min(1).max(200), next: z.string().regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
+    responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
+    handler: async ({ query, reply }) => {
+      const session = await redeemSignInToken(ctx, query.token);
+      reply.setCookie(SESSION_COOKIE, session.sessionSecret, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: secureCookie,
+        path: '/',
+        expires: new Date(session.expiresAt),
+      });
+      return reply.redirect(query.next ?? '/api/auth/session', 302);
+    },
+  });
+
+  defineRoute(fastify, ctx, {
+    method: 'GET',
+    url: '/api/auth/session',
+    summary: 'The signed-in user, role and employer',
+    tags: ['Identity'],
+    auth: { modes: ['session'] },
+    responses: { 200: { description: 'The current session', schema: sessionResponse } },
+    handler: async ({ principal }) => {
+      if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
+      const row = await findActiveSessionById(ctx, principal.employerId, principal.sessionId);
+      return sessionResponse.parse({
+        user: { id: principal.userId, email: row.email, role: principal.role },
+        employerId: principal.employerId,
+        sessionId: principal.sessionId,
+        expiresAt: row.expires_at,
+      });
+    },
+  });
+
+  defineRoute(fastify, ctx, {
+    method: 'POST',
+    url: '/api/auth/logout',
+    summary: 'End the current session',
+    tags: ['Identity'],
+    auth: { modes: ['session'] },
+    responses: { 204: { description: 'Signed out' } },
+    handler: async ({ principal, reply }) => {
+      if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
+      await endSession(ctx, principal.employerId, principal.sessionId, 'logout', { tenantId: principal.employerId, actor: actorOf(principal) });
+      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      return reply.status(204).send();
+    },
+  });
+}

@@ -1,0 +1,164 @@
+// Starts the service: database (embedded Postgres when DATABASE_URL is unset), migrations, event
+// store, and then the roles asked for: HTTP API, projection runner (with the job dispatcher), worker.
+import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { FastifyInstance } from 'fastify';
+import type { Runner } from 'graphile-worker';
+import type { DestinationStream } from 'pino';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { auditProjection } from '../projections/audit.ts';
+import type { Projection } from '../projections/projection.ts';
+import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
+import type { AppContext } from './app-context.ts';
+import { capabilities as defaultCapabilities } from './capabilities.ts';
+import type { Capability } from './capability.ts';
+import type { Config } from './config.ts';
+import { resolveEncryptionKey } from './crypto/encryption-key.ts';
+import { canConnect, embeddedConnectionUri, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
+import { migrate } from './db/migrate.ts';
+import { createNotifications } from './db/notifications.ts';
+import { closeDatabase, openDatabase } from './db/pools.ts';
+import { createEventStore } from './event-store/create.ts';
+import { buildServer } from './http/server.ts';
+import { createLogger } from './logger.ts';
+import { jobDispatcherProjection } from './worker/dispatcher.ts';
+import { startWorker } from './worker/runner.ts';
+
+export type Role = 'api' | 'worker' | 'projections';
+export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
+
+export type Service = {
+  ctx: AppContext;
+  url: string | null;
+  server: FastifyInstance | null;
+  projections: Projection[];
+  stop(): Promise<void>;
+};
+
+/** Every projection of the service: each capability's read models, the audit log, the job dispatcher. */
+export function allProjections(capabilities: Capability[]): Projection[] {
+  const auditMappers = Object.assign({}, ...capabilities.map((capability) => capability.auditMappers ?? {}));
+  return [
+    ...capabilities.flatMap((capability) => capability.projections ?? []),
+    auditProjection(auditMappers),
+    jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
+  ];
+}
+
+/** Connects to the configured database (starting the embedded one if needed) and migrates it. */
+export async function connectDatabase(config: Config) {
+  let embedded: EmbeddedDatabase | null = null;
+  let connectionUri = config.DATABASE_URL;
+  if (!connectionUri) {
+    // A CLI command next to a running `npm start` shares that process's embedded server.
+    const running = embeddedConnectionUri(config.EMBEDDED_POSTGRES_PORT);
+    if (await canConnect(running)) connectionUri = running;
+    else {
+      embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT });
+      connectionUri = embedded.connectionUri;
+    }
+  }
+  await migrate(connectionUri);
+  return { connectionUri, embedded };
+}
+
+export async function startService(options: {
+  config: Config;
+  roles?: Role[];
+  capabilities?: Capability[];
+  logDestination?: DestinationStream;
+  /** Extra projections (tests use this to add consumers). */
+  extraProjections?: Projection[];
+}): Promise<Service> {
+  const { config } = options;
+  const roles = options.roles ?? ALL_ROLES;
+  const capabilities = options.capabilities ?? defaultCapabilities;
+  const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  const { connectionUri, embedded } = await connectDatabase(config);
+  const db = await openDatabase(connectionUri);
+  const notifications = createNotifications(connectionUri);
+  const eventStore = await createEventStore(config, db, notifications);
+  const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
+
+  const waitForProjections = createProjectionWaiter({
+    pool: db.slonik,
+    notifications,
+    names: projections.filter((projection) => projection.awaitedByCommands).map((projection) => projection.name),
+    timeoutMs: config.PROJECTION_WAIT_TIMEOUT_MS,
+  });
+  const ctx: AppContext = {
+    config,
+    db,
+    eventStore,
+    notifications,
+    logger,
+    commands: {
+      eventStore,
+      waitForProjections: async (position) => {
+        // When no projection runs in this process or elsewhere, the bounded wait simply times out.
+        if (!(await waitForProjections(position))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
+      },
+    },
+    openapi: new OpenAPIRegistry(),
+    apiKeyAuthenticator: null,
+    encryptionKey: await resolveEncryptionKey(config),
+    shutdownHooks: [],
+  };
+  for (const capability of capabilities) await capability.setup?.(ctx);
+
+  let projectionRunner: ProjectionRunner | null = null;
+  if (roles.includes('projections')) {
+    projectionRunner = await startProjectionRunner({
+      pool: db.slonik,
+      eventStore,
+      projections,
+      onError: (name, error) => logger.error({ err: error, projection: name }, 'projection batch failed; retrying'),
+    });
+  }
+
+  let worker: Runner | null = null;
+  if (roles.includes('worker')) {
+    const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
+    worker = await startWorker({ pgPool: db.pg, tasks });
+  }
+
+  let server: FastifyInstance | null = null;
+  let url: string | null = null;
+  if (roles.includes('api')) {
+    server = await buildServer(
+      ctx,
+      capabilities.flatMap((capability) => capability.routes ?? []),
+      { projectionsStalled: () => stalledProjections(ctx) },
+    );
+    url = await server.listen({ port: config.PORT, host: config.HOST });
+  }
+
+  let stopping: Promise<void> | null = null;
+  return {
+    ctx,
+    url,
+    server,
+    projections,
+    stop: () =>
+      (stopping ??= (async () => {
+        await server?.close(); // in-flight requests finish first
+        for (const hook of ctx.shutdownHooks) await hook().catch((error) => logger.error({ err: error }, 'shutdown hook failed'));
+        await worker?.stop(); // running jobs finish first
+        await projectionRunner?.stop();
+        await eventStore.close();
+        await notifications.close();
+        await closeDatabase(db);
+        await embedded?.stop();
+      })()),
+  };
+}
+
+/** Projections with events waiting that have not moved for a minute. */
+async function stalledProjections(ctx: AppContext): Promise<string[]> {
+  return [
+    ...(await ctx.db.slonik.anyFirst(sql.type(z.object({ name: z.string() }))`
+      SELECT c.name FROM projection_checkpoints c
+      WHERE c.updated_at < now() - interval '60 seconds'
+        AND EXISTS (SELECT 1 FROM events e WHERE (e.transaction_id, e.global_position) > (c.position_commit::text::xid8, c.position_prepare))`)),
+  ];
+}

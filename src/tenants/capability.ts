@@ -1,0 +1,9 @@
+import { tenantsProjection } from '../../projections/tenants.ts';
+import type { Capability } from '../capability.ts';
+import { tenantAuditMappers } from './audit.ts';
+
+export const tenantsCapability: Capability = {
+  name: 'tenants',
+  projections: [tenantsProjection],
+  auditMappers: tenantAuditMappers,
+};

@@ -1,0 +1,94 @@
+// Commands on employers and users. Registering a user first claims its e-mail's reservation stream,
+// so two employers can never hold the same address, on either event store adapter.
+import { randomUUID } from 'node:crypto';
+import { handleCommand, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import type { Role } from '../auth/principal.ts';
+import { employerDecider, employerStream } from './employer.ts';
+import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
+import { userDecider, userStream, type UserProfile, type UserSource, type UserState } from './user.ts';
+
+export function newEmployerId(): string {
+  return `emp_${randomUUID().replaceAll('-', '')}`;
+}
+
+export async function createEmployer(deps: CommandDeps, input: { name: string; adminEmail: string; actor: CommandContext['actor'] }) {
+  const employerId = newEmployerId();
+  const context: CommandContext = { tenantId: employerId, actor: input.actor };
+  await handleCommand(deps, {
+    streamName: employerStream(employerId),
+    decider: employerDecider,
+    command: { type: 'CreateEmployer', employerId, name: input.name, now: new Date().toISOString() },
+    context,
+  });
+  const admin = await registerUser(deps, context, {
+    employerId,
+    role: 'EMPLOYER_ADMIN',
+    profile: { email: input.adminEmail, userName: input.adminEmail, givenName: null, familyName: null, displayName: null, externalId: null },
+    active: true,
+    source: 'cli',
+  });
+  return { employerId, adminUserId: admin.userId };
+}
+
+export async function registerUser(
+  deps: CommandDeps,
+  context: CommandContext,
+  input: { employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource; userId?: string },
+): Promise<{ userId: string; state: UserState }> {
+  const userId = input.userId ?? randomUUID();
+  const hash = emailHash(input.profile.email);
+  await reserveEmail(deps, context, hash, input.employerId, userId);
+  try {
+    const result = await handleCommand(deps, {
+      streamName: userStream(input.employerId, userId),
+      decider: userDecider,
+      command: { type: 'RegisterUser', userId, employerId: input.employerId, role: input.role, profile: input.profile, active: input.active, source: input.source },
+      context,
+    });
+    return { userId, state: result.state };
+  } catch (error) {
+    await releaseEmail(deps, context, hash, userId);
+    throw error;
+  }
+}
+
+export async function updateUserProfile(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, current: UserProfile, changes: Partial<UserProfile>) {
+  const newEmail = changes.email !== undefined && changes.email.toLowerCase() !== current.email.toLowerCase() ? changes.email : null;
+  if (newEmail) await reserveEmail(deps, context, emailHash(newEmail), employerId, userId);
+  const result = await handleCommand(deps, {
+    streamName: userStream(employerId, userId),
+    decider: userDecider,
+    command: { type: 'UpdateUserProfile', changes },
+    context,
+  });
+  if (newEmail) await releaseEmail(deps, context, emailHash(current.email), userId);
+  return result.state;
+}
+
+export async function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean, scimDelete = false) {
+  const result = await handleCommand(deps, {
+    streamName: userStream(employerId, userId),
+    decider: userDecider,
+    command: active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete },
+    context,
+  });
+  return result;
+}
+
+async function reserveEmail(deps: CommandDeps, context: CommandContext, hash: string, employerId: string, userId: string) {
+  await handleCommand(deps, {
+    streamName: emailReservationStream(hash),
+    decider: emailReservationDecider,
+    command: { type: 'ReserveEmail', emailHash: hash, employerId, userId },
+    context: { ...context, tenantId: null },
+  });
+}
+
+async function releaseEmail(deps: CommandDeps, context: CommandContext, hash: string, userId: string) {
+  await handleCommand(deps, {
+    streamName: emailReservationStream(hash),
+    decider: emailReservationDecider,
+    command: { type: 'ReleaseEmail', emailHash: hash, userId },
+    context: { ...context, tenantId: null },
+  });
+}

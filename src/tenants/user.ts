@@ -1,0 +1,75 @@
+// The user aggregate: stream tenant-<employerId>.user-<userId>. Users come from the CLI (the first
+// admin), SAML just-in-time provisioning and SCIM. Deactivation is soft: the record is kept.
+import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { tenantStream } from '../event-store/port.ts';
+import type { Role } from '../auth/principal.ts';
+
+export type UserProfile = {
+  email: string;
+  userName: string;
+  givenName: string | null;
+  familyName: string | null;
+  displayName: string | null;
+  externalId: string | null;
+};
+
+export type UserSource = 'cli' | 'saml' | 'scim';
+
+export type UserRegistered = DomainEvent<'UserRegistered', UserProfile & { userId: string; employerId: string; role: Role; active: boolean; source: UserSource }>;
+export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: string; changes: Partial<UserProfile> }>;
+/** `scimDeleted`: removed through SCIM DELETE, so SCIM answers 404 for it from now on. */
+export type UserDeactivated = DomainEvent<'UserDeactivated', { userId: string; scimDeleted: boolean }>;
+export type UserReactivated = DomainEvent<'UserReactivated', { userId: string }>;
+export type UserEvent = UserRegistered | UserProfileUpdated | UserDeactivated | UserReactivated;
+
+export type UserCommand =
+  | { type: 'RegisterUser'; userId: string; employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource }
+  | { type: 'UpdateUserProfile'; changes: Partial<UserProfile> }
+  | { type: 'DeactivateUser'; scimDelete: boolean }
+  | { type: 'ReactivateUser' };
+
+export type UserState =
+  | { status: 'absent' }
+  | { status: 'active' | 'inactive'; userId: string; employerId: string; role: Role; profile: UserProfile; scimDeleted: boolean };
+
+export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
+  initialState: () => ({ status: 'absent' }),
+  evolve: (state, event) => {
+    switch (event.type) {
+      case 'UserRegistered': {
+        const { userId, employerId, role, active, source: _source, ...profile } = event.data;
+        return { status: active ? 'active' : 'inactive', userId, employerId, role, profile, scimDeleted: false };
+      }
+      case 'UserProfileUpdated':
+        return state.status === 'absent' ? state : { ...state, profile: { ...state.profile, ...event.data.changes } };
+      case 'UserDeactivated':
+        return state.status === 'absent' ? state : { ...state, status: 'inactive', scimDeleted: state.scimDeleted || event.data.scimDeleted };
+      case 'UserReactivated':
+        return state.status === 'absent' ? state : { ...state, status: 'active' };
+    }
+  },
+  decide: (command, state) => {
+    if (command.type === 'RegisterUser') {
+      if (state.status !== 'absent') throw new DomainError(409, 'USER_EXISTS', 'The user already exists.');
+      const { userId, employerId, role, profile, active, source } = command;
+      return [{ type: 'UserRegistered', data: { userId, employerId, role, active, source, ...profile } }];
+    }
+    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
+    switch (command.type) {
+      case 'UpdateUserProfile': {
+        const changes = Object.fromEntries(
+          Object.entries(command.changes).filter(([key, value]) => value !== undefined && state.profile[key as keyof UserProfile] !== value),
+        ) as Partial<UserProfile>;
+        return Object.keys(changes).length === 0 ? [] : [{ type: 'UserProfileUpdated', data: { userId: state.userId, changes } }];
+      }
+      case 'DeactivateUser':
+        if (state.status === 'inactive' && (state.scimDeleted || !command.scimDelete)) return [];
+        return [{ type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
+      case 'ReactivateUser':
+        if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
+        return state.status === 'active' ? [] : [{ type: 'UserReactivated', data: { userId: state.userId } }];
+    }
+  },
+};
+
+export const userStream = (employerId: string, userId: string) => tenantStream(employerId, 'user', userId);

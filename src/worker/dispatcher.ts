@@ -1,0 +1,50 @@
+// Turns committed events into graphile-worker jobs, exactly once per (event, consumer): the dispatcher
+// is a projection, so the jobs are added in the same transaction that moves its checkpoint; the job key
+// `<consumer>:<eventId>` guards again should anything replay it.
+import { sql } from 'slonik';
+import type { Projection } from '../../projections/projection.ts';
+import type { RecordedEvent } from '../event-store/port.ts';
+
+export type EventConsumer = {
+  /** Unique name; part of each job key. */
+  name: string;
+  eventTypes: readonly string[];
+  /** The graphile-worker task that handles one event. */
+  task: string;
+};
+
+/** What a consumer's task receives: enough to load the event, never the event's secrets. */
+export type EventJobPayload = { consumer: string; eventId: string; type: string; streamName: string; tenantId: string | null; position: string };
+
+export function jobDispatcherProjection(consumers: EventConsumer[], name = 'job-dispatcher'): Projection {
+  return {
+    name,
+    tables: [],
+    eventTypes: [...new Set(consumers.flatMap((consumer) => consumer.eventTypes))],
+    rebuildable: false,
+    awaitedByCommands: false,
+    async apply(tx, events) {
+      const jobs = events.flatMap((event) =>
+        consumers.filter((consumer) => consumer.eventTypes.includes(event.type)).map((consumer) => toJob(consumer, event)),
+      );
+      if (jobs.length === 0) return;
+      await tx.query(sql.unsafe`
+        SELECT count(*) FROM graphile_worker.add_jobs(
+          (SELECT array_agg(ROW(j.task, j.payload, NULL, NULL, NULL, j.job_key, NULL, NULL)::graphile_worker.job_spec)
+           FROM jsonb_to_recordset(${sql.jsonb(jobs)}) AS j(task text, payload json, job_key text)),
+          job_key_preserve_run_at => true)`);
+    },
+  };
+}
+
+function toJob(consumer: EventConsumer, event: RecordedEvent) {
+  const payload: EventJobPayload = {
+    consumer: consumer.name,
+    eventId: event.eventId,
+    type: event.type,
+    streamName: event.streamName,
+    tenantId: event.metadata.tenantId,
+    position: `${event.position.commit}/${event.position.prepare}`,
+  };
+  return { task: consumer.task, payload, job_key: `${consumer.name}:${event.eventId}` };
+}

@@ -1,0 +1,15 @@
+// The graphile-worker runner: capability tasks by name, in the service's own database.
+import { run, type Runner, type TaskList } from 'graphile-worker';
+import type pg from 'pg';
+import { silentWorkerLogger } from '../db/migrate.ts';
+
+export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number }): Promise<Runner> {
+  return run({
+    pgPool: deps.pgPool,
+    taskList: deps.tasks,
+    concurrency: deps.concurrency ?? 8,
+    noHandleSignals: true,
+    pollInterval: 2000,
+    logger: silentWorkerLogger(),
+  });
+}
