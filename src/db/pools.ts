@@ -20,7 +20,9 @@ export async function openDatabase(connectionUri: string, options: { maximumPool
     ],
   });
   const pgPool = new pg.Pool({ connectionString: connectionUri, max: 10 });
-  pgPool.on('error', () => {}); // idle clients dropped by the server are replaced on next use
+  // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
+  pgPool.on('error', () => {});
+  pgPool.on('connect', (client) => client.on('error', () => {}));
   return { slonik, pg: pgPool, connectionUri };
 }
 

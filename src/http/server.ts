@@ -24,7 +24,6 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     },
-    disableRequestLogging: false,
     bodyLimit: 5 * 1024 * 1024,
     forceCloseConnections: false,
   });

@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueSignInToken } from '../../src/identity/commands.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+
+describe('sign-in links and browser sessions', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService();
+  });
+  afterAll(async () => service?.stop());
+
+  it('exchanges a sign-in link for a session cookie that identifies the admin', async () => {
+    const tenant = await service.createTenant({ adminEmail: 'first-admin@acme.test' });
+    const response = await fetch(`${service.url}/api/auth/session`, { headers: { cookie: tenant.cookie } });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    expect(body).toMatchObject({ employerId: tenant.employerId, user: { id: tenant.adminUserId, email: 'first-admin@acme.test', role: 'EMPLOYER_ADMIN' } });
+  });
+
+  it('sets the cookie HttpOnly and SameSite=Lax', async () => {
+    const tenant = await service.createTenant();
+    const { signInUrl } = await issueSignInToken(service.ctx, { employerId: tenant.employerId, userId: tenant.adminUserId, via: 'cli', context: { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } } });
+    const response = await fetch(signInUrl, { redirect: 'manual' });
+    const setCookie = response.headers.getSetCookie().join('\n');
+    expect(setCookie).toMatch(/ei_session=/);
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Lax/i);
+    expect(setCookie).not.toMatch(/Secure/); // the test service's public URL is http
+  });
+
+  it('accepts a sign-in token once only', async () => {
+    const tenant = await service.createTenant();
+    const { signInUrl } = await issueSignInToken(service.ctx, { employerId: tenant.employerId, userId: tenant.adminUserId, via: 'cli', context: { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } } });
+    expect((await fetch(signInUrl, { redirect: 'manual' })).status).toBe(302);
+    const second = await fetch(signInUrl, { redirect: 'manual' });
+    expect(second.status).toBe(401);
+    expect(await second.json()).toMatchObject({ code: 'INVALID_SIGNIN_TOKEN' });
+  });
+
+  it('refuses an expired sign-in token', async () => {
+    const shortLived = await startTestService({ env: { SIGNIN_TOKEN_TTL_MINUTES: '0.000001' } });
+    try {
+      const tenant = await shortLived.createTenant().catch((error: Error) => error);
+      // createTenant signs in with a fresh token, which has already expired with this TTL
+      expect(tenant).toBeInstanceOf(Error);
+      expect(String(tenant)).toMatch(/401/);
+    } finally {
+      await shortLived.stop();
+    }
+  });
+
+  it('refuses unknown tokens with the documented error shape', async () => {
+    const response = await fetch(`${service.url}/api/auth/signin?token=not-a-real-token`, { redirect: 'manual' });
+    expect(response.status).toBe(401);
+    const body = await response.json();
+    expect(body).toEqual({ code: 'INVALID_SIGNIN_TOKEN', message: expect.any(String), requestId: expect.any(String) });
+  });
+
+  it('logs out: the cookie stops working', async () => {
+    const tenant = await service.createTenant();
+    const logout = await fetch(`${service.url}/api/auth/logout`, { method: 'POST', headers: service.sessionHeaders(tenant.cookie) });
+    expect(logout.status).toBe(204);
+    const after = await fetch(`${service.url}/api/auth/session`, { headers: { cookie: tenant.cookie } });
+    expect(after.status).toBe(401);
+  });
+
+  it('rejects a cookie-authenticated write from another origin or with no origin (CSRF)', async () => {
+    const tenant = await service.createTenant();
+    const crossSite = await fetch(`${service.url}/api/auth/logout`, { method: 'POST', headers: { cookie: tenant.cookie, origin: 'https://evil.example' } });
+    expect(crossSite.status).toBe(403);
+    expect(await crossSite.json()).toMatchObject({ code: 'CSRF_REJECTED' });
+    const noOrigin = await fetch(`${service.url}/api/auth/logout`, { method: 'POST', headers: { cookie: tenant.cookie } });
+    expect(noOrigin.status).toBe(403);
+    // the session survived both attempts
+    expect((await fetch(`${service.url}/api/auth/session`, { headers: { cookie: tenant.cookie } })).status).toBe(200);
+  });
+
+  it('keeps sessions apart per tenant', async () => {
+    const a = await service.createTenant();
+    const b = await service.createTenant();
+    const sessionA = await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: a.cookie } })).json();
+    const sessionB = await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: b.cookie } })).json();
+    expect(sessionA.employerId).toBe(a.employerId);
+    expect(sessionB.employerId).toBe(b.employerId);
+    expect(sessionA.user.id).not.toBe(sessionB.user.id);
+  });
+
+  it('answers unknown routes with 404 in the error shape', async () => {
+    const response = await fetch(`${service.url}/api/nothing-here`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ code: 'NOT_FOUND', requestId: expect.any(String) });
+  });
+});
