@@ -1,0 +1,183 @@
+// The SCIM attributes this service keeps for users and groups (SPEC 2.5), the zod schemas that read
+// them from POST/PUT bodies and PATCH results, and the `attributes`/`excludedAttributes` selection.
+import { z } from 'zod';
+import { ScimError } from './errors.ts';
+
+export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+export const SCIM_GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+export const SCIM_ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+export type ScimEmail = { value: string; type?: string; primary?: boolean };
+export type ScimName = { givenName?: string; familyName?: string };
+export type ScimUserDoc = {
+  userName: string;
+  externalId?: string;
+  active: boolean;
+  displayName?: string;
+  name?: ScimName;
+  emails: ScimEmail[];
+};
+export type ScimGroupMember = { value: string };
+export type ScimGroupDoc = { displayName: string; externalId?: string; members: ScimGroupMember[] };
+
+/** Entra ID sends booleans as the strings "True"/"False" (without its aadOptscim062020 flag). */
+export function toScimBoolean(value: unknown): unknown {
+  if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+  return value;
+}
+
+export const scimBooleanSchema = z.preprocess(toScimBoolean, z.boolean());
+
+/** An absent optional attribute may arrive as null (a cleared value); it is then unassigned. */
+const optionalString = z
+  .string()
+  .nullish()
+  .transform((value) => value ?? undefined);
+
+const emailSchema = z.object({
+  value: z.string().trim().min(1),
+  type: optionalString,
+  primary: scimBooleanSchema.optional(),
+});
+
+const nameSchema = z.object({ givenName: optionalString, familyName: optionalString });
+
+/**
+ * A User from a POST or PUT body (Okta, Entra ID) or a PATCH result. Attributes the service does not
+ * keep (password, title, addresses, the enterprise extension, id, meta, ...) are dropped, not refused.
+ */
+export const scimUserSchema = z
+  .object({
+    userName: z.string().trim().min(1),
+    externalId: optionalString,
+    active: scimBooleanSchema.default(true),
+    displayName: optionalString,
+    name: nameSchema.nullish().transform((value) => value ?? undefined),
+    // An e-mail whose value was removed (PATCH remove emails[type eq "work"].value) is no e-mail.
+    emails: z
+      .preprocess(
+        (emails) => (Array.isArray(emails) ? emails.filter((email) => typeof email?.value === 'string') : emails),
+        z.array(emailSchema),
+      )
+      .nullish()
+      .transform((value) => value ?? []),
+  })
+  .transform((user): ScimUserDoc => withoutUndefined(user));
+
+/** A Group from a POST or PUT body or a PATCH result; members keep only their value (the user id). */
+export const scimGroupSchema = z
+  .object({
+    displayName: z.string().trim().min(1),
+    externalId: optionalString,
+    members: z
+      .array(z.object({ value: z.string().trim().min(1) }))
+      .nullish()
+      .transform((members) => uniqueMembers(members ?? [])),
+  })
+  .transform((group): ScimGroupDoc => withoutUndefined(group));
+
+/** Reads a POST/PUT User body; throws ScimError 400 invalidValue naming the bad attribute. */
+export function parseScimUser(body: unknown): ScimUserDoc {
+  return parseOrThrow(scimUserSchema, body);
+}
+
+/** Reads a POST/PUT Group body; throws ScimError 400 invalidValue naming the bad attribute. */
+export function parseScimGroup(body: unknown): ScimGroupDoc {
+  return parseOrThrow(scimGroupSchema, body);
+}
+
+export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+  throw new ScimError(400, 'invalidValue', `${where}${issue?.message ?? 'invalid value'}`);
+}
+
+function uniqueMembers(members: ScimGroupMember[]): ScimGroupMember[] {
+  const values = [...new Set(members.map((member) => member.value))];
+  return values.map((value) => ({ value }));
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined)) as T;
+}
+
+/** Attributes returned whatever `attributes`/`excludedAttributes` say (RFC 7643 "returned: always"). */
+const ALWAYS_RETURNED = new Set(['schemas', 'id']);
+
+/**
+ * Applies the `attributes` or `excludedAttributes` query parameter (RFC 7644 section 3.4.2.5) to a
+ * resource as it would be returned: comma-separated, case-insensitive paths such as `userName`,
+ * `name.givenName`, `members`, optionally with the core schema URN. `attributes` wins when both are given.
+ */
+export function selectAttributes(
+  resource: Record<string, unknown>,
+  selection: { attributes?: string | undefined; excludedAttributes?: string | undefined },
+): Record<string, unknown> {
+  const requested = parseAttributeList(selection.attributes);
+  if (requested.length > 0) return pick(resource, requested);
+  const excluded = parseAttributeList(selection.excludedAttributes);
+  return excluded.length > 0 ? omit(resource, excluded) : resource;
+}
+
+type AttributeReference = { attribute: string; subAttribute?: string };
+
+function parseAttributeList(list: string | undefined): AttributeReference[] {
+  if (!list) return [];
+  return list
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0)
+    .map((entry) => {
+      const path = entry.toLowerCase().replace(/^urn:ietf:params:scim:schemas:core:2\.0:(user|group):/, '');
+      // An extension attribute: the URN is the top-level key, the name after its last colon the sub-attribute.
+      const extension = /^(urn:.+):([^:]+)$/.exec(path);
+      if (extension?.[1] && extension[2]) return { attribute: extension[1], subAttribute: extension[2] };
+      const [attribute = '', subAttribute] = path.split('.', 2);
+      return subAttribute ? { attribute, subAttribute } : { attribute };
+    });
+}
+
+function pick(resource: Record<string, unknown>, requested: AttributeReference[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(resource)) {
+    const lowerKey = key.toLowerCase();
+    if (ALWAYS_RETURNED.has(lowerKey)) {
+      picked[key] = value;
+      continue;
+    }
+    const references = requested.filter((reference) => reference.attribute === lowerKey);
+    if (references.length === 0) continue;
+    if (references.some((reference) => !reference.subAttribute)) {
+      picked[key] = value;
+      continue;
+    }
+    const subAttributes = new Set(references.map((reference) => reference.subAttribute));
+    picked[key] = mapComplex(value, (entry) => Object.fromEntries(Object.entries(entry).filter(([name]) => subAttributes.has(name.toLowerCase()))));
+  }
+  return picked;
+}
+
+function omit(resource: Record<string, unknown>, excluded: AttributeReference[]): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(resource)) {
+    const lowerKey = key.toLowerCase();
+    const references = excluded.filter((reference) => reference.attribute === lowerKey);
+    if (ALWAYS_RETURNED.has(lowerKey) || references.length === 0) {
+      kept[key] = value;
+      continue;
+    }
+    if (references.some((reference) => !reference.subAttribute)) continue;
+    const subAttributes = new Set(references.map((reference) => reference.subAttribute));
+    kept[key] = mapComplex(value, (entry) => Object.fromEntries(Object.entries(entry).filter(([name]) => !subAttributes.has(name.toLowerCase()))));
+  }
+  return kept;
+}
+
+/** Applies a change to a complex attribute, or to each value of a multi-valued complex attribute. */
+function mapComplex(value: unknown, change: (entry: Record<string, unknown>) => Record<string, unknown>): unknown {
+  if (Array.isArray(value)) return value.map((entry) => mapComplex(entry, change));
+  if (value !== null && typeof value === 'object') return change(value as Record<string, unknown>);
+  return value;
+}
