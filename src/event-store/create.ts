@@ -10,5 +10,5 @@ export async function createEventStore(config: Config, db: Database, notificatio
     const { createKurrentDbEventStore } = await import('./kurrentdb.ts');
     return createKurrentDbEventStore(config.EVENTSTORE_CONNECTION_STRING!);
   }
-  return createPostgresEventStore(db.slonik, notifications);
+  return createPostgresEventStore(db.eventStore, notifications);
 }

@@ -22,6 +22,9 @@ const EXPECTED_NO_STREAM = -2n;
 const DEFAULT_READ_BATCH = 1000;
 /** Subscribers also poll this often, in case a notification was lost with a dropped connection. */
 const SUBSCRIPTION_POLL_MS = 2000;
+const HORIZON_RECHECK_MS = 10;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const eventRow = z.object({
   event_id: z.string(),
@@ -62,10 +65,13 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
       WHERE (transaction_id, global_position) > (${after.commit.toString()}::xid8, ${after.prepare.toString()}::bigint)
         AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         ${tenantFilter}
-      ORDER BY transaction_id, global_position
+      ORDER BY events.transaction_id, events.global_position -- the table columns: the output ones are text
       LIMIT ${options.maxCount ?? DEFAULT_READ_BATCH}`);
     return rows.map(toRecordedEvent);
   };
+
+  const hasEventsBeyondHorizon = () =>
+    pool.exists(sql.unsafe`SELECT 1 FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())`);
 
   return {
     async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
@@ -97,7 +103,7 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
       const rows = await pool.any(sql.type(eventRow)`
         SELECT ${EVENT_COLUMNS} FROM events
         WHERE stream_name = ${streamName} AND stream_revision >= ${(options.fromRevision ?? 0n).toString()}::bigint
-        ORDER BY stream_revision`);
+        ORDER BY events.stream_revision`);
       return rows.map(toRecordedEvent);
     },
 
@@ -122,7 +128,10 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
           try {
             const batch = await readAll({ after: position, ...(tenantId ? { tenantId } : {}) });
             if (batch.length === 0) {
-              await sleep();
+              // Committed events can stay invisible while an older transaction (in any database of the
+              // cluster) runs; look again shortly instead of waiting for the next notification.
+              if (await hasEventsBeyondHorizon()) await pause(HORIZON_RECHECK_MS);
+              else await sleep();
               continue;
             }
             await onEvents(batch);
