@@ -1,0 +1,159 @@
+// SCIM discovery documents (RFC 7643 sections 5-8, RFC 7644 section 4): what this service really
+// supports, for IdPs that read them (Entra ID reads /Schemas when an administrator saves its settings).
+// `baseUrl` is the SCIM base, e.g. https://host/api/scim/v2, without a trailing slash.
+import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA } from './attributes.ts';
+
+export const SCIM_LIST_RESPONSE_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+export const SCIM_SERVICE_PROVIDER_CONFIG_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
+export const SCIM_RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
+export const SCIM_SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
+
+/** The most resources one list response returns (ServiceProviderConfig filter.maxResults). */
+export const SCIM_MAX_RESULTS = 200;
+
+export type ScimListResponse<T> = {
+  schemas: [typeof SCIM_LIST_RESPONSE_SCHEMA];
+  totalResults: number;
+  itemsPerPage: number;
+  startIndex: number;
+  Resources: T[];
+};
+
+/** A ListResponse of one page; without paging it describes a complete list starting at 1. */
+export function scimListResponse<T>(resources: T[], page: { totalResults?: number; startIndex?: number } = {}): ScimListResponse<T> {
+  return {
+    schemas: [SCIM_LIST_RESPONSE_SCHEMA],
+    totalResults: page.totalResults ?? resources.length,
+    itemsPerPage: resources.length,
+    startIndex: page.startIndex ?? 1,
+    Resources: resources,
+  };
+}
+
+export function buildServiceProviderConfig(baseUrl: string) {
+  return {
+    schemas: [SCIM_SERVICE_PROVIDER_CONFIG_SCHEMA],
+    patch: { supported: true },
+    bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+    filter: { supported: true, maxResults: SCIM_MAX_RESULTS },
+    changePassword: { supported: false },
+    sort: { supported: false },
+    etag: { supported: true },
+    authenticationSchemes: [
+      {
+        type: 'oauthbearertoken',
+        name: 'OAuth Bearer Token',
+        description: "Authentication with the employer's SCIM bearer token in the Authorization header.",
+        specUri: 'https://www.rfc-editor.org/info/rfc6750',
+        primary: true,
+      },
+    ],
+    meta: { resourceType: 'ServiceProviderConfig', location: `${trimSlash(baseUrl)}/ServiceProviderConfig` },
+  };
+}
+
+export type ScimResourceTypeDocument = ReturnType<typeof buildResourceTypes>[number];
+
+export function buildResourceTypes(baseUrl: string) {
+  const base = trimSlash(baseUrl);
+  const resourceType = (id: 'User' | 'Group', endpoint: string, description: string, schema: string) => ({
+    schemas: [SCIM_RESOURCE_TYPE_SCHEMA],
+    id,
+    name: id,
+    endpoint,
+    description,
+    schema,
+    schemaExtensions: [],
+    meta: { resourceType: 'ResourceType', location: `${base}/ResourceTypes/${id}` },
+  });
+  return [
+    resourceType('User', '/Users', 'User Account', SCIM_USER_SCHEMA),
+    resourceType('Group', '/Groups', 'Group', SCIM_GROUP_SCHEMA),
+  ];
+}
+
+type AttributeType = 'string' | 'boolean' | 'complex' | 'reference' | 'dateTime';
+
+type SchemaAttribute = {
+  name: string;
+  type: AttributeType;
+  multiValued: boolean;
+  description: string;
+  required: boolean;
+  caseExact: boolean;
+  mutability: 'readOnly' | 'readWrite' | 'immutable' | 'writeOnly';
+  returned: 'always' | 'never' | 'default' | 'request';
+  uniqueness: 'none' | 'server' | 'global';
+  canonicalValues?: string[];
+  referenceTypes?: string[];
+  subAttributes?: SchemaAttribute[];
+};
+
+/** An attribute definition with RFC 7643 section 2.2's defaults unless said otherwise. */
+function attribute(name: string, type: AttributeType, description: string, details: Partial<SchemaAttribute> = {}): SchemaAttribute {
+  return {
+    name,
+    type,
+    multiValued: false,
+    description,
+    required: false,
+    caseExact: false,
+    mutability: 'readWrite',
+    returned: 'default',
+    uniqueness: 'none',
+    ...details,
+  };
+}
+
+const USER_ATTRIBUTES: SchemaAttribute[] = [
+  attribute('userName', 'string', "Unique identifier for the user within the service, typically the IdP's sign-in name. Compared case-insensitively.", {
+    required: true,
+    uniqueness: 'server',
+  }),
+  attribute('name', 'complex', "The components of the user's name.", {
+    subAttributes: [
+      attribute('givenName', 'string', 'Given name (first name).'),
+      attribute('familyName', 'string', 'Family name (last name).'),
+    ],
+  }),
+  attribute('displayName', 'string', 'The name of the user, suitable for display.'),
+  attribute('emails', 'complex', "E-mail addresses of the user; the work (or else primary) address is the user's sign-in e-mail.", {
+    multiValued: true,
+    subAttributes: [
+      attribute('value', 'string', 'E-mail address.'),
+      attribute('type', 'string', 'Kind of address.', { canonicalValues: ['work', 'home', 'other'] }),
+      attribute('primary', 'boolean', 'Whether this is the primary address.'),
+    ],
+  }),
+  attribute('active', 'boolean', 'Whether the user may sign in; false deactivates the user.'),
+];
+
+const GROUP_ATTRIBUTES: SchemaAttribute[] = [
+  attribute('displayName', 'string', 'Name of the group.', { required: true }),
+  attribute('members', 'complex', 'Users of the same employer belonging to the group.', {
+    multiValued: true,
+    subAttributes: [attribute('value', 'string', 'Identifier of the member user.', { mutability: 'immutable', caseExact: true })],
+  }),
+];
+
+export type ScimSchemaDocument = ReturnType<typeof buildSchemas>[number];
+
+export function buildSchemas(baseUrl: string) {
+  const base = trimSlash(baseUrl);
+  const schema = (id: string, name: string, description: string, attributes: SchemaAttribute[]) => ({
+    schemas: [SCIM_SCHEMA_SCHEMA],
+    id,
+    name,
+    description,
+    attributes,
+    meta: { resourceType: 'Schema', location: `${base}/Schemas/${id}` },
+  });
+  return [
+    schema(SCIM_USER_SCHEMA, 'User', 'User Account', USER_ATTRIBUTES),
+    schema(SCIM_GROUP_SCHEMA, 'Group', 'Group', GROUP_ATTRIBUTES),
+  ];
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
