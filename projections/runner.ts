@@ -125,6 +125,8 @@ export function createProjectionWaiter(deps: {
       const check = () => caughtUp(position) && done(true);
       const timer = setTimeout(() => done(false), deps.timeoutMs);
       waiters.add(check);
+      check(); // a notification may have landed during the refresh above
+
     });
   };
 }

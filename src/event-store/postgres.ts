@@ -23,6 +23,7 @@ const DEFAULT_READ_BATCH = 1000;
 /** Subscribers also poll this often, in case a notification was lost with a dropped connection. */
 const SUBSCRIPTION_POLL_MS = 2000;
 const HORIZON_RECHECK_MS = 10;
+const ERROR_RETRY_MS = 1000;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -112,20 +113,30 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
     subscribeToAll({ after = START, tenantId, onError }, onEvents) {
       let position: Position = after;
       let stopped = false;
-      let wake: (() => void) | null = null;
+      // Set by every notification; a read clears it first, so one that lands between a read and the
+      // wait is not lost.
+      let notified = false;
+      let wake: () => void = () => {};
       const sleep = () =>
-        new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, SUBSCRIPTION_POLL_MS);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      const unlisten = notifications.listen('events_appended', () => wake?.());
+        notified
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, SUBSCRIPTION_POLL_MS);
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+      const onNotification = () => {
+        notified = true;
+        wake();
+      };
+      const unlisten = notifications.listen('events_appended', onNotification);
       const loop = (async () => {
         await unlisten;
         while (!stopped) {
           try {
+            notified = false;
             const batch = await readAll({ after: position, ...(tenantId ? { tenantId } : {}) });
             if (batch.length === 0) {
               // Committed events can stay invisible while an older transaction (in any database of the
@@ -139,14 +150,14 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
           } catch (error) {
             // The same batch is offered again after a pause: the handler decides what it had applied.
             onError?.(error);
-            await sleep();
+            await pause(ERROR_RETRY_MS);
           }
         }
       })();
       return {
         async stop() {
           stopped = true;
-          (wake as (() => void) | null)?.();
+          onNotification();
           (await unlisten)();
           await loop.catch(() => {});
         },

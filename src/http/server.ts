@@ -25,7 +25,6 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
       return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     },
     bodyLimit: 5 * 1024 * 1024,
-    forceCloseConnections: false,
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
