@@ -1,6 +1,7 @@
 // Every capability of the service, in the order their routes are registered.
+import { apiKeysCapability } from './api-keys/capability.ts';
 import type { Capability } from './capability.ts';
 import { identityCapability } from './identity/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability];

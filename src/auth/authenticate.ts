@@ -10,7 +10,7 @@ import { ROLE_SCOPES, type Principal, type Role, type RouteAuth } from './princi
 export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export async function authenticate(ctx: AppContext, request: FastifyRequest, _reply: FastifyReply, auth: RouteAuth): Promise<Principal | null> {
+export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, auth: RouteAuth): Promise<Principal | null> {
   if ('public' in auth) return null;
   const rawKey = request.headers['x-api-key'];
   if (rawKey !== undefined) {
@@ -18,7 +18,10 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, _re
       throw new DomainError(403, 'SESSION_REQUIRED', 'This route accepts only a browser session; API keys cannot call it.');
     }
     if (!ctx.apiKeyAuthenticator) throw new DomainError(401, 'INVALID_API_KEY', 'API keys are not accepted by this server.');
-    const principal = await ctx.apiKeyAuthenticator(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope);
+    const principal = await ctx.apiKeyAuthenticator(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope).finally(() => {
+      // Headers the pipeline answers with, on success and on its errors alike (RateLimit-*, retry-after, x-api-version).
+      if (request.apiKeyReplyHeaders) reply.headers(request.apiKeyReplyHeaders);
+    });
     request.principal = principal;
     return principal;
   }
@@ -73,6 +76,7 @@ function originOf(url: string | undefined): string | undefined {
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    apiKeyReplyHeaders?: Record<string, string>;
   }
   interface FastifyContextConfig {
     auth?: RouteAuth;

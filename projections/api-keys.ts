@@ -1,0 +1,47 @@
+// Read model `api_keys`: what key management lists and what the request pipeline's cache loads. Each
+// change also sends NOTIFY api_key_changed (payload: the key's hash) from this transaction, so every
+// process drops its cached copy when, and only when, the new state is committed and readable.
+import { sql, type DatabaseTransactionConnection } from 'slonik';
+import type { ApiKeyEvent } from '../src/api-keys/api-key.ts';
+import { API_KEY_CHANGED_CHANNEL } from '../src/api-keys/key-cache.ts';
+import type { Projection } from './projection.ts';
+
+export const apiKeysProjection: Projection = {
+  name: 'api-keys',
+  tables: ['api_keys'],
+  eventTypes: ['ApiKeyCreated', 'ApiKeyRenamed', 'ApiKeySuspended', 'ApiKeyResumed', 'ApiKeyRevoked'],
+  awaitedByCommands: true,
+  async apply(tx, events) {
+    for (const recorded of events) {
+      const event = recorded as unknown as ApiKeyEvent;
+      switch (event.type) {
+        case 'ApiKeyCreated': {
+          const d = event.data;
+          await tx.query(sql.unsafe`
+            INSERT INTO api_keys (id, employer_id, name, key_hash, key_prefix, scopes, allowed_ip_cidrs, expires_at, rate_limit_per_minute, created_by, created_at)
+            VALUES (${d.keyId}, ${recorded.metadata.tenantId!}, ${d.name}, ${d.keyHash}, ${d.keyPrefix}, ${sql.array(d.scopes, 'text')},
+                    ${sql.array(d.allowedIpCidrs, 'text')}, ${d.expiresAt}, ${d.rateLimitPerMinute}, ${d.createdBy}, ${d.createdAt})`);
+          await notifyChanged(tx, d.keyId);
+          break;
+        }
+        case 'ApiKeyRenamed':
+          await tx.query(sql.unsafe`UPDATE api_keys SET name = ${event.data.name} WHERE id = ${event.data.keyId}`);
+          break;
+        case 'ApiKeySuspended':
+        case 'ApiKeyResumed':
+          await tx.query(sql.unsafe`UPDATE api_keys SET suspended = ${event.type === 'ApiKeySuspended'} WHERE id = ${event.data.keyId}`);
+          await notifyChanged(tx, event.data.keyId);
+          break;
+        case 'ApiKeyRevoked':
+          await tx.query(sql.unsafe`
+            UPDATE api_keys SET revoked_at = ${event.data.revokedAt}, revoke_reason = ${event.data.reason} WHERE id = ${event.data.keyId}`);
+          await notifyChanged(tx, event.data.keyId);
+          break;
+      }
+    }
+  },
+};
+
+async function notifyChanged(tx: DatabaseTransactionConnection, keyId: string) {
+  await tx.query(sql.unsafe`SELECT pg_notify(${API_KEY_CHANGED_CHANNEL}, key_hash) FROM api_keys WHERE id = ${keyId}`);
+}

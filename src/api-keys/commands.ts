@@ -1,0 +1,66 @@
+// Commands on API keys. Each one is decided by the key's stream (api-key.ts); the projection then
+// updates `api_keys` and notifies every process, and this process drops its cached copy at once.
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../app-context.ts';
+import type { Scope } from '../auth/principal.ts';
+import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { apiKeyDecider, apiKeyStream, type ApiKeyCommand, type RevokeReason } from './api-key.ts';
+import { apiKeyPipelineOf } from './pipeline.ts';
+import { activeKeyIdsCreatedBy } from './queries.ts';
+import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
+
+export type NewApiKey = {
+  name: string;
+  scopes: Scope[];
+  /** Normalised CIDRs (cidr.ts normalizeCidr). */
+  allowedIpCidrs: string[];
+  expiresAt: string | null;
+  rateLimitPerMinute: number | null;
+  createdBy: string;
+};
+
+export function newApiKeyId(): string {
+  return `key_${randomUUID().replaceAll('-', '')}`;
+}
+
+/** Creates a key and returns its raw value: the only time it exists outside the caller's hands. */
+export async function createApiKey(ctx: AppContext, context: CommandContext, employerId: string, input: NewApiKey, now: number) {
+  const keyId = newApiKeyId();
+  const rawKey = generateRawKey();
+  await runApiKeyCommand(ctx, context, employerId, keyId, {
+    type: 'CreateApiKey',
+    keyId,
+    keyHash: hashRawKey(rawKey),
+    keyPrefix: displayPrefixOf(rawKey),
+    ...input,
+    now: new Date(now).toISOString(),
+  });
+  return { keyId, rawKey };
+}
+
+export async function revokeApiKey(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, reason: RevokeReason, now: number) {
+  await runApiKeyCommand(ctx, context, employerId, keyId, { type: 'RevokeApiKey', reason, now: new Date(now).toISOString() });
+}
+
+/** PATCH: rename, suspend (status inactive) or resume (status active); each change is its own event. */
+export async function changeApiKey(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, changes: { name?: string; status?: 'active' | 'inactive' }) {
+  if (changes.name !== undefined) await runApiKeyCommand(ctx, context, employerId, keyId, { type: 'RenameApiKey', name: changes.name });
+  if (changes.status !== undefined) {
+    await runApiKeyCommand(ctx, context, employerId, keyId, { type: changes.status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
+  }
+}
+
+/**
+ * Revokes every key `userId` created that is not revoked yet (SCIM deactivation or deletion of the
+ * user calls this). Returns the ids of the keys it revoked.
+ */
+export async function revokeKeysCreatedBy(ctx: AppContext, employerId: string, userId: string, context: CommandContext): Promise<string[]> {
+  const keyIds = await activeKeyIdsCreatedBy(ctx.db.slonik, employerId, userId);
+  for (const keyId of keyIds) await revokeApiKey(ctx, context, employerId, keyId, 'creator_deactivated', Date.now());
+  return [...keyIds];
+}
+
+async function runApiKeyCommand(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, command: ApiKeyCommand) {
+  const { state, newEvents } = await handleCommand(ctx.commands, { streamName: apiKeyStream(employerId, keyId), decider: apiKeyDecider, command, context });
+  if (newEvents.length > 0 && state.status !== 'absent') apiKeyPipelineOf(ctx)?.invalidate(state.keyHash);
+}

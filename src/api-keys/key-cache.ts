@@ -1,0 +1,107 @@
+// The per-process cache of API keys by the SHA-256 of the raw key, so a request does not read the
+// database. Every change to a key (projections/api-keys.ts) sends NOTIFY api_key_changed with the
+// key's hash from the transaction that updates the read model; each process drops that entry and
+// reloads it on the next request, so a revocation reaches every process within the notification's
+// delivery time. The process that ran the command drops the entry itself at once. A lost connection
+// clears the whole cache (notifications may have been missed), and entries older than a minute are
+// reloaded anyway. Unknown hashes are cached too (bounded), so a flood of wrong keys stays in memory.
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import type { Scope } from '../auth/principal.ts';
+import type { Notifications } from '../db/notifications.ts';
+import { hashesEqual } from '../crypto/tokens.ts';
+import { parseCidrs, type Cidr } from './cidr.ts';
+import type { Clock } from './rate-limiter.ts';
+
+export const API_KEY_CHANGED_CHANNEL = 'api_key_changed';
+const ENTRY_TTL_MS = 60_000;
+const MAX_ENTRIES = 50_000;
+
+export type CachedKey = {
+  id: string;
+  employerId: string;
+  keyHash: string;
+  scopes: readonly Scope[];
+  allowlist: readonly Cidr[];
+  expiresAtMs: number | null;
+  suspended: boolean;
+  revoked: boolean;
+  createdBy: string;
+  rateLimitPerMinute: number | null;
+};
+
+const keyRow = z.object({
+  id: z.string(),
+  employer_id: z.string(),
+  key_hash: z.string(),
+  scopes: z.array(z.string()),
+  allowed_ip_cidrs: z.array(z.string()),
+  expires_at: z.string().nullable(),
+  suspended: z.boolean(),
+  revoked_at: z.string().nullable(),
+  created_by: z.string(),
+  rate_limit_per_minute: z.number().nullable(),
+});
+
+export type KeyCache = {
+  /** The key whose hash is `keyHash`, or null when there is none. */
+  find(keyHash: string): Promise<CachedKey | null>;
+  invalidate(keyHash: string): void;
+  stop(): void;
+};
+
+export async function createKeyCache(deps: { pool: DatabasePool; notifications: Notifications; clock: Clock }): Promise<KeyCache> {
+  const entries = new Map<string, { key: CachedKey | null; loadedAt: number }>();
+  const loading = new Map<string, Promise<CachedKey | null>>();
+  // Bumped by every invalidation: a load that started before one must not cache what it read.
+  let generation = 0;
+
+  const invalidate = (keyHash: string) => {
+    generation += 1;
+    if (keyHash === '') entries.clear();
+    else entries.delete(keyHash);
+  };
+  const unlisten = await deps.notifications.listen(API_KEY_CHANGED_CHANNEL, invalidate);
+
+  const load = async (keyHash: string): Promise<CachedKey | null> => {
+    const startedAt = generation;
+    const row = await deps.pool.maybeOne(sql.type(keyRow)`
+      SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
+      FROM api_keys WHERE key_hash = ${keyHash}`);
+    // The index lookup found the row by hash; the comparison that accepts it is constant-time.
+    const key = row && hashesEqual(row.key_hash, keyHash)
+      ? {
+          id: row.id,
+          employerId: row.employer_id,
+          keyHash: row.key_hash,
+          scopes: row.scopes as Scope[],
+          allowlist: parseCidrs(row.allowed_ip_cidrs),
+          expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
+          suspended: row.suspended,
+          revoked: row.revoked_at !== null,
+          createdBy: row.created_by,
+          rateLimitPerMinute: row.rate_limit_per_minute,
+        }
+      : null;
+    if (generation === startedAt) {
+      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+      entries.set(keyHash, { key, loadedAt: deps.clock() });
+    }
+    return key;
+  };
+
+  return {
+    async find(keyHash) {
+      const entry = entries.get(keyHash);
+      if (entry && deps.clock() - entry.loadedAt < ENTRY_TTL_MS) return entry.key;
+      let pending = loading.get(keyHash);
+      if (!pending) {
+        pending = load(keyHash).finally(() => loading.delete(keyHash));
+        loading.set(keyHash, pending);
+      }
+      return pending;
+    },
+    invalidate,
+    stop: unlisten,
+  };
+}

@@ -1,0 +1,91 @@
+// Key metadata as key management shows it: the read model joined with the usage telemetry. The
+// status is derived when read: revoked, else expired once expiresAt has passed, else inactive when
+// suspended, else active.
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { SCOPES } from '../auth/principal.ts';
+import { notFound } from '../http/errors.ts';
+
+export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as const;
+
+export const apiKeyMetadata = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    keyPrefix: z.string().meta({ description: 'The first 8 hex characters after mt_live_, to recognise a key; not enough to use it.' }),
+    scopes: z.array(z.enum(SCOPES)),
+    allowedIpCidrs: z.array(z.string()),
+    expiresAt: z.string().nullable(),
+    rateLimitPerMinute: z.number().int().nullable().meta({ description: 'Requests per minute; null means the service default.' }),
+    createdAt: z.string(),
+    createdBy: z.string().meta({ description: 'Id of the user who created the key. Deactivating that user through SCIM revokes it.' }),
+    status: z.enum(API_KEY_STATUSES),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+    lastUsedIp: z.string().nullable(),
+    requestCount: z.number().int(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKeyMetadata = z.infer<typeof apiKeyMetadata>;
+
+const metadataRow = z.object({
+  id: z.string(),
+  name: z.string(),
+  key_prefix: z.string(),
+  scopes: z.array(z.string()),
+  allowed_ip_cidrs: z.array(z.string()),
+  expires_at: z.string().nullable(),
+  rate_limit_per_minute: z.number().nullable(),
+  created_at: z.string(),
+  created_by: z.string(),
+  suspended: z.boolean(),
+  revoked_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+  last_used_ip: z.string().nullable(),
+  request_count: z.coerce.number(),
+});
+
+const selectMetadata = sql.fragment`
+  SELECT k.id, k.name, k.key_prefix, k.scopes, k.allowed_ip_cidrs, k.expires_at, k.rate_limit_per_minute, k.created_at, k.created_by,
+         k.suspended, k.revoked_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0) AS request_count
+  FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id`;
+
+function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetadata {
+  const status = row.revoked_at !== null ? 'revoked'
+    : row.expires_at !== null && now >= Date.parse(row.expires_at) ? 'expired'
+    : row.suspended ? 'inactive' : 'active';
+  return apiKeyMetadata.parse({
+    id: row.id,
+    name: row.name,
+    keyPrefix: row.key_prefix,
+    scopes: row.scopes,
+    allowedIpCidrs: row.allowed_ip_cidrs,
+    expiresAt: row.expires_at,
+    rateLimitPerMinute: row.rate_limit_per_minute,
+    createdAt: row.created_at,
+    createdBy: row.created_by,
+    status,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+    lastUsedIp: row.last_used_ip,
+    requestCount: row.request_count,
+  });
+}
+
+export async function listApiKeys(pool: DatabasePool, employerId: string, now: number): Promise<ApiKeyMetadata[]> {
+  const rows = await pool.any(sql.type(metadataRow)`${selectMetadata} WHERE k.employer_id = ${employerId} ORDER BY k.created_at DESC, k.id`);
+  return rows.map((row) => toMetadata(row, now));
+}
+
+/** One key of the employer; 404 for a key of another employer, exactly as for no key at all. */
+export async function getApiKey(pool: DatabasePool, employerId: string, keyId: string, now: number): Promise<ApiKeyMetadata> {
+  const row = await pool.maybeOne(sql.type(metadataRow)`${selectMetadata} WHERE k.employer_id = ${employerId} AND k.id = ${keyId}`);
+  if (!row) throw notFound('API key');
+  return toMetadata(row, now);
+}
+
+/** Ids of the keys a user created that are not revoked yet. */
+export async function activeKeyIdsCreatedBy(pool: DatabasePool, employerId: string, userId: string): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM api_keys WHERE employer_id = ${employerId} AND created_by = ${userId} AND revoked_at IS NULL ORDER BY created_at`);
+}

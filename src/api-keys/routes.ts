@@ -1,0 +1,148 @@
+// Key management: browser session of an EMPLOYER_ADMIN only (an x-api-key caller gets 403
+// SESSION_REQUIRED from src/auth/authenticate.ts, another role 403 FORBIDDEN_ROLE). Keys of another
+// employer answer 404, like keys that do not exist.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { actorOf, SCOPES, type Principal } from '../auth/principal.ts';
+import type { CommandContext } from '../event-store/command-handler.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { defineRoute } from '../http/route.ts';
+import { normalizeCidr } from './cidr.ts';
+import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
+import { API_KEY_CHECK_ORDER } from './pipeline.ts';
+import { apiKeyMetadata, getApiKey, listApiKeys } from './queries.ts';
+import type { Clock } from './rate-limiter.ts';
+
+const MAX_RATE_LIMIT_PER_MIN = 1_000_000;
+const auth = { modes: ['session'], role: 'EMPLOYER_ADMIN' } as const;
+const tags = ['API keys'];
+
+const cidrEntry = z.string().max(100).transform((value, context) => {
+  try {
+    return normalizeCidr(value);
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
+const createBody = z.strictObject({
+  name: z.string().trim().min(1).max(100),
+  scopes: z
+    .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; the scopes are ${SCOPES.join(', ')}` }))
+    .min(1)
+    .transform((scopes) => [...new Set(scopes)]),
+  allowedIpCidrs: z
+    .array(cidrEntry)
+    .max(100)
+    .optional()
+    .meta({ description: 'IPv4/IPv6 CIDRs; a bare address means /32 or /128. Stored normalised. Empty or absent: any address.' })
+    .transform((cidrs) => [...new Set(cidrs ?? [])]),
+  expiresAt: z.iso.datetime({ offset: true }).optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
+  rateLimitPerMinute: z.number().int().min(1).max(MAX_RATE_LIMIT_PER_MIN).optional().meta({ description: 'Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN.' }),
+});
+
+const createdKey = apiKeyMetadata.extend({
+  rawKey: z.string().meta({ description: 'mt_live_ followed by 64 lowercase hex characters. Shown once; only its SHA-256 is stored.' }),
+}).meta({ id: 'CreatedApiKey' });
+
+const keyParams = z.object({ keyId: z.string().max(100) });
+
+const patchBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100).optional(),
+    status: z.enum(['active', 'inactive']).optional().meta({ description: 'inactive suspends the key (API_KEY_INACTIVE); active resumes it.' }),
+  })
+  .refine((body) => body.name !== undefined || body.status !== undefined, 'give name or status');
+
+const listResponse = z.object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)) }).meta({ id: 'ApiKeyList' });
+
+function commandContext(principal: Principal, requestId: string): CommandContext {
+  return { tenantId: principal.employerId, actor: actorOf(principal), correlationId: requestId };
+}
+
+function sessionUserId(principal: Principal): string {
+  if (principal.kind !== 'session') throw new Error('unreachable: key management is session-only');
+  return principal.userId;
+}
+
+export function apiKeyRoutes(clock: Clock): RoutePlugin {
+  return async function apiKeyRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/api-keys',
+      summary: 'Create an API key',
+      description: `Returns the raw key once. Calls made with the key are checked in this order:\n\n${API_KEY_CHECK_ORDER}`,
+      tags,
+      auth,
+      body: createBody,
+      responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
+      handler: async ({ body, principal, request, reply }) => {
+        const { keyId, rawKey } = await createApiKey(ctx, commandContext(principal, request.id), principal.employerId, {
+          name: body.name,
+          scopes: body.scopes,
+          allowedIpCidrs: body.allowedIpCidrs,
+          expiresAt: body.expiresAt ? new Date(body.expiresAt).toISOString() : null,
+          rateLimitPerMinute: body.rateLimitPerMinute ?? null,
+          createdBy: sessionUserId(principal),
+        }, clock());
+        const metadata = await getApiKey(ctx.db.slonik, principal.employerId, keyId, clock());
+        reply.status(201).header('cache-control', 'no-store');
+        return { ...metadata, rawKey };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/api-keys',
+      summary: 'List the API keys of the employer and the scopes a key may hold',
+      tags,
+      auth,
+      responses: { 200: { description: 'Every key, newest first, revoked ones included', schema: listResponse } },
+      handler: async ({ principal }) => ({ keys: await listApiKeys(ctx.db.slonik, principal.employerId, clock()), availableScopes: [...SCOPES] }),
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/api-keys/:keyId',
+      summary: 'Metadata of one API key',
+      tags,
+      auth,
+      params: keyParams,
+      responses: { 200: { description: 'The key', schema: apiKeyMetadata }, 404: { description: 'No such key in this employer' } },
+      handler: async ({ params, principal }) => getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock()),
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'PATCH',
+      url: '/api/employer/api-keys/:keyId',
+      summary: 'Rename, suspend (status inactive) or resume (status active) an API key',
+      description: 'A revoked key cannot be changed (409 API_KEY_REVOKED). Suspension takes effect at once in every server process.',
+      tags,
+      auth,
+      params: keyParams,
+      body: patchBody,
+      responses: { 200: { description: 'The key after the change', schema: apiKeyMetadata }, 404: { description: 'No such key' }, 409: { description: 'The key is revoked' } },
+      handler: async ({ params, body, principal, request }) => {
+        await changeApiKey(ctx, commandContext(principal, request.id), principal.employerId, params.keyId, body);
+        return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'DELETE',
+      url: '/api/employer/api-keys/:keyId',
+      summary: 'Revoke an API key',
+      description: 'Revocation is final and takes effect at once in every server process. Idempotent: revoking a revoked key changes nothing and answers 200 with the key as it is (its original revokedAt).',
+      tags,
+      auth,
+      params: keyParams,
+      responses: { 200: { description: 'The revoked key', schema: apiKeyMetadata }, 404: { description: 'No such key' } },
+      handler: async ({ params, principal, request }) => {
+        await revokeApiKey(ctx, commandContext(principal, request.id), principal.employerId, params.keyId, 'admin', clock());
+        return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
+      },
+    });
+  };
+}
