@@ -1,0 +1,187 @@
+// KurrentDB (formerly EventStoreDB) adapter of the event store, on @kurrent/kurrentdb-client, the
+// maintained continuation of @eventstore/db-client. Positions are KurrentDB's own $all positions;
+// one tenant's events are selected on the server by the stream-name prefix `tenant-<employerId>.`.
+import { randomUUID } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
+import {
+  ANY,
+  KurrentDBClient,
+  NO_STREAM,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  jsonEvent,
+  streamNameFilter,
+  type AllStreamResolvedEvent,
+  type AllStreamSubscription,
+  type Filter,
+  type RecordedEvent as KurrentRecordedEvent,
+  type StreamState,
+} from '@kurrent/kurrentdb-client';
+import { z } from 'zod';
+import {
+  START,
+  WrongExpectedRevisionError,
+  comparePositions,
+  tenantOfStream,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type Position,
+  type RecordedEvent,
+} from './port.ts';
+
+const DEFAULT_READ_BATCH = 1000;
+/** Pause before offering a failed batch again, or before resubscribing after a dropped subscription. */
+const ERROR_RETRY_MS = 1000;
+
+const eventData = z.record(z.string(), z.unknown());
+const eventMetadata: z.ZodType<EventMetadata> = z.object({
+  tenantId: z.string().nullable(),
+  actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'system']), id: z.string() }),
+  correlationId: z.string(),
+  causationId: z.string().nullable(),
+  schemaVersion: z.number().int(),
+  occurredAt: z.string(),
+});
+
+export function createKurrentDbEventStore(connectionString: string): EventStore {
+  const client = KurrentDBClient.connectionString(connectionString);
+
+  return {
+    async appendToStream(streamName, events, { expectedRevision, metadata }) {
+      if (events.length === 0) throw new Error('appendToStream needs at least one event');
+      if (tenantOfStream(streamName) !== metadata.tenantId) {
+        throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
+      }
+      try {
+        const result = await client.appendToStream(
+          streamName,
+          events.map((event) => jsonEvent({ id: randomUUID(), type: event.type, data: event.data, metadata })),
+          { streamState: toStreamState(expectedRevision) },
+        );
+        if (!result.position) throw new Error(`KurrentDB did not report the position of the append to ${streamName}`);
+        return { nextExpectedRevision: result.nextExpectedRevision, position: result.position };
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) throw new WrongExpectedRevisionError(streamName, expectedRevision);
+        throw error;
+      }
+    },
+
+    async readStream(streamName, { fromRevision = 0n } = {}) {
+      const events: RecordedEvent[] = [];
+      try {
+        for await (const resolved of client.readStream(streamName, { fromRevision })) {
+          if (resolved.event) events.push(toRecordedEvent(resolved.event));
+        }
+      } catch (error) {
+        if (error instanceof StreamNotFoundError) return [];
+        throw error;
+      }
+      return events;
+    },
+
+    async readAll({ after = START, tenantId, maxCount = DEFAULT_READ_BATCH } = {}) {
+      const events: RecordedEvent[] = [];
+      // KurrentDB reads $all from a position inclusively; one extra event covers the one at `after`.
+      const read = client.readAll({ fromPosition: after, maxCount: maxCount + 1, filter: filterFor(tenantId) });
+      for await (const resolved of read) {
+        if (!resolved.event || comparePositions(resolved.event.position, after) <= 0) continue;
+        events.push(toRecordedEvent(resolved.event));
+        if (events.length === maxCount) break;
+      }
+      return events;
+    },
+
+    subscribeToAll({ after = START, tenantId, onError }, onEvents) {
+      let position: Position = after;
+      let current: AllStreamSubscription | null = null;
+      const stopping = new AbortController();
+      const rest = () => pause(ERROR_RETRY_MS, undefined, { signal: stopping.signal }).catch(() => {});
+
+      // Offers the batch until the handler accepts it: it decides what it had already applied.
+      const deliver = async (events: RecordedEvent[]) => {
+        while (!stopping.signal.aborted) {
+          try {
+            await onEvents(events);
+            position = events[events.length - 1]!.position;
+            return;
+          } catch (error) {
+            onError?.(error);
+            await rest();
+          }
+        }
+      };
+
+      const loop = (async () => {
+        while (!stopping.signal.aborted) {
+          const subscription = client.subscribeToAll({ fromPosition: position, filter: filterFor(tenantId) });
+          current = subscription;
+          try {
+            for await (const batch of inBatches(subscription)) {
+              // Whether the server starts at `position` or after it, an event already delivered is skipped.
+              const events = batch
+                .flatMap((resolved) => (resolved.event ? [resolved.event] : []))
+                .filter((event) => comparePositions(event.position, position) > 0)
+                .map(toRecordedEvent);
+              if (events.length > 0) await deliver(events);
+            }
+          } catch (error) {
+            if (!stopping.signal.aborted) onError?.(error);
+          } finally {
+            await subscription.unsubscribe().catch(() => {});
+          }
+          // The subscription ended or failed: resubscribe from the last delivered position.
+          if (!stopping.signal.aborted) await rest();
+        }
+      })();
+
+      return {
+        async stop() {
+          stopping.abort();
+          current?.destroy();
+          await loop;
+        },
+      };
+    },
+
+    async close() {
+      await client.dispose();
+    },
+  };
+}
+
+function toStreamState(expected: ExpectedRevision): StreamState {
+  if (expected === 'any') return ANY;
+  if (expected === 'no_stream') return NO_STREAM;
+  return expected;
+}
+
+/** Our streams' events only: one tenant's by name prefix (see `tenantStream`), else all but `$` system streams. */
+function filterFor(tenantId: string | undefined): Filter {
+  return tenantId ? streamNameFilter({ prefixes: [`tenant-${tenantId}.`] }) : streamNameFilter({ regex: '^[^$]' });
+}
+
+function toRecordedEvent(event: KurrentRecordedEvent): RecordedEvent {
+  if (!event.isJson) throw new Error(`Event ${event.id} in ${event.streamId} is not JSON`);
+  if (!event.position) throw new Error(`KurrentDB did not report the position of event ${event.id} (22.6 or later needed)`);
+  return {
+    eventId: event.id,
+    type: event.type,
+    data: eventData.parse(event.data),
+    metadata: eventMetadata.parse(event.metadata),
+    streamName: event.streamId,
+    streamRevision: event.revision,
+    position: event.position,
+    recordedAt: event.created.toISOString(),
+  };
+}
+
+/** Groups what a subscription has already buffered into one batch, so handlers see batches, not single events. */
+async function* inBatches(subscription: AllStreamSubscription): AsyncGenerator<AllStreamResolvedEvent[]> {
+  for await (const first of subscription) {
+    const batch = [first];
+    let next: AllStreamResolvedEvent | null;
+    while (batch.length < DEFAULT_READ_BATCH && (next = subscription.read()) !== null) batch.push(next);
+    yield batch;
+  }
+}
