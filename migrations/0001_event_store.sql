@@ -1,11 +1,6 @@
--- The Postgres event store. Events are append-only; every stream has one row in `streams` holding its
--- last revision, which is what optimistic concurrency checks against.
-
-CREATE TABLE streams (
-  stream_name text PRIMARY KEY,
-  tenant_id   text,
-  revision    bigint NOT NULL
-);
+-- The Postgres event store. Events are append-only. A stream's revision is its highest
+-- stream_revision; the unique index on (stream_name, stream_revision) is what makes optimistic
+-- concurrency hold: of two writers appending at the same revision, the second fails.
 
 CREATE TABLE events (
   global_position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -20,7 +15,7 @@ CREATE TABLE events (
   data            jsonb NOT NULL,
   metadata        jsonb NOT NULL,
   recorded_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
-  UNIQUE (stream_name, stream_revision)
+  CONSTRAINT events_stream_revision_unique UNIQUE (stream_name, stream_revision)
 );
 CREATE INDEX events_by_commit ON events (transaction_id, global_position);
 CREATE INDEX events_by_tenant_commit ON events (tenant_id, transaction_id, global_position);
@@ -35,7 +30,8 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
   FOR EACH STATEMENT EXECUTE FUNCTION events_are_append_only();
 
 -- Appends events to one stream in one round trip. expected_revision: -1 = any, -2 = the stream must
--- not exist, n >= 0 = the stream's last revision must be n. A mismatch raises SQLSTATE EV001.
+-- not exist, n >= 0 = the stream's last revision must be n. A mismatch raises SQLSTATE EV001; a
+-- concurrent writer that got there first makes the insert fail on events_stream_revision_unique.
 CREATE FUNCTION append_to_stream(
   p_stream_name text,
   p_tenant_id text,
@@ -47,30 +43,19 @@ CREATE FUNCTION append_to_stream(
 ) RETURNS TABLE (next_revision bigint, last_position bigint, transaction_id text)
 LANGUAGE plpgsql AS $$
 DECLARE
-  n bigint := cardinality(p_types);
-  new_revision bigint;
+  current_revision bigint;
 BEGIN
-  IF p_expected_revision = -2 THEN
-    INSERT INTO streams (stream_name, tenant_id, revision) VALUES (p_stream_name, p_tenant_id, n - 1)
-      ON CONFLICT DO NOTHING RETURNING revision INTO new_revision;
-  ELSIF p_expected_revision = -1 THEN
-    INSERT INTO streams AS s (stream_name, tenant_id, revision) VALUES (p_stream_name, p_tenant_id, n - 1)
-      ON CONFLICT (stream_name) DO UPDATE SET revision = s.revision + n RETURNING revision INTO new_revision;
-  ELSE
-    UPDATE streams SET revision = revision + n
-      WHERE stream_name = p_stream_name AND revision = p_expected_revision RETURNING revision INTO new_revision;
-  END IF;
-  IF new_revision IS NULL THEN
+  SELECT max(e.stream_revision) INTO current_revision FROM events e WHERE e.stream_name = p_stream_name;
+  IF (p_expected_revision = -2 AND current_revision IS NOT NULL)
+     OR (p_expected_revision >= 0 AND current_revision IS DISTINCT FROM p_expected_revision) THEN
     RAISE EXCEPTION 'wrong expected revision % for stream %', p_expected_revision, p_stream_name USING ERRCODE = 'EV001';
   END IF;
-
-  -- Wakes catch-up subscribers; delivered only if and when this transaction commits.
-  PERFORM pg_notify('events_appended', '');
+  current_revision := coalesce(current_revision, -1);
 
   RETURN QUERY
   INSERT INTO events (event_id, stream_name, stream_revision, tenant_id, type, data, metadata)
-  SELECT e.event_id, p_stream_name, new_revision - n + e.ordinality, p_tenant_id, e.type, e.data, p_metadata
+  SELECT e.event_id, p_stream_name, current_revision + e.ordinality, p_tenant_id, e.type, e.data, p_metadata
     FROM unnest(p_event_ids, p_types, p_data) WITH ORDINALITY AS e(event_id, type, data, ordinality)
   ORDER BY e.ordinality
-  RETURNING new_revision, events.global_position, events.transaction_id::text;
+  RETURNING current_revision + cardinality(p_types), events.global_position, events.transaction_id::text;
 END $$;

@@ -71,6 +71,28 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
     return rows.map(toRecordedEvent);
   };
 
+  // Wakes catch-up subscribers in every process. Sent after the append's commit, not inside it (a
+  // NOTIFY in the transaction serialises all committers on the notify queue lock), and coalesced: at
+  // most one in flight per process. Should a process die between commit and NOTIFY, subscribers
+  // still poll every SUBSCRIPTION_POLL_MS.
+  let notifyInFlight = false;
+  let notifyPending = false;
+  const announceAppend = (): void => {
+    if (notifyInFlight) {
+      notifyPending = true;
+      return;
+    }
+    notifyInFlight = true;
+    notifyPending = false;
+    void pool
+      .query(sql.unsafe`SELECT pg_notify('events_appended', '')`)
+      .catch(() => {})
+      .finally(() => {
+        notifyInFlight = false;
+        if (notifyPending) announceAppend();
+      });
+  };
+
   const hasEventsBeyondHorizon = () =>
     pool.exists(sql.unsafe`SELECT 1 FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())`);
 
@@ -81,22 +103,28 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
       if (tenantId !== metadata.tenantId) {
         throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
       }
-      try {
-        const rows = await pool.many(sql.type(appendRow)`
-          SELECT next_revision::text, last_position::text, transaction_id FROM append_to_stream(
-            ${streamName}, ${tenantId}, ${encodeExpected(expectedRevision).toString()}::bigint,
-            ${sql.array(events.map(() => randomUUID()), 'uuid')},
-            ${sql.array(events.map((event) => event.type), 'text')},
-            ${sql.array(events.map((event) => JSON.stringify(event.data)), 'jsonb')},
-            ${sql.jsonb(metadata)})`);
-        const last = rows[rows.length - 1]!;
-        return {
-          nextExpectedRevision: BigInt(last.next_revision),
-          position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.last_position) },
-        };
-      } catch (error) {
-        if (isWrongExpectedRevision(error)) throw new WrongExpectedRevisionError(streamName, expectedRevision);
-        throw error;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const rows = await pool.many(sql.type(appendRow)`
+            SELECT next_revision::text, last_position::text, transaction_id FROM append_to_stream(
+              ${streamName}, ${tenantId}, ${encodeExpected(expectedRevision).toString()}::bigint,
+              ${sql.array(events.map(() => randomUUID()), 'uuid')},
+              ${sql.array(events.map((event) => event.type), 'text')},
+              ${sql.array(events.map((event) => JSON.stringify(event.data)), 'jsonb')},
+              ${sql.jsonb(metadata)})`);
+          const last = rows[rows.length - 1]!;
+          announceAppend();
+          return {
+            nextExpectedRevision: BigInt(last.next_revision),
+            position: { commit: BigInt(last.transaction_id), prepare: BigInt(last.last_position) },
+          };
+        } catch (error) {
+          const conflict = conflictOf(error);
+          // 'any' lost a race for the next revision to another writer: take the revision after theirs.
+          if (conflict === 'concurrent_writer' && expectedRevision === 'any' && attempt < 10) continue;
+          if (conflict) throw new WrongExpectedRevisionError(streamName, expectedRevision);
+          throw error;
+        }
       }
     },
 
@@ -174,9 +202,12 @@ function encodeExpected(expected: ExpectedRevision): bigint {
   return expected;
 }
 
-function isWrongExpectedRevision(error: unknown): boolean {
+/** 'expected_revision': the stream was not where the caller expected; 'concurrent_writer': another append took that revision first. */
+function conflictOf(error: unknown): 'expected_revision' | 'concurrent_writer' | null {
   for (let current: unknown = error; current; current = (current as { cause?: unknown }).cause) {
-    if ((current as { code?: string }).code === 'EV001') return true;
+    const { code, constraint } = current as { code?: string; constraint?: string };
+    if (code === 'EV001') return 'expected_revision';
+    if (code === '23505' && constraint === 'events_stream_revision_unique') return 'concurrent_writer';
   }
-  return false;
+  return null;
 }

@@ -1,0 +1,95 @@
+// What every benchmark needs: a real Postgres of its own (embedded in a temp directory, or
+// DATABASE_URL's server with a fresh database), the service started on it, and percentile maths.
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
+import { startService, type Role, type Service } from '../src/main.ts';
+
+export type BenchDatabase = { connectionUri: string; stop(): Promise<void> };
+
+export async function startBenchDatabase(): Promise<BenchDatabase> {
+  const name = `bench_${Date.now()}`;
+  if (process.env.DATABASE_URL) {
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const url = new URL(process.env.DATABASE_URL);
+    url.pathname = `/${name}`;
+    return { connectionUri: url.toString(), stop: async () => {} };
+  }
+  const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-pg-'));
+  await chmod(dataDir, 0o755);
+  const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), databaseName: name, persistent: false });
+  return {
+    connectionUri: embedded.connectionUri,
+    stop: async () => {
+      await embedded.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startBenchService(options: { env?: Record<string, string>; roles?: Role[] } = {}): Promise<Service & { url: string; stopAll(): Promise<void> }> {
+  const database = await startBenchDatabase();
+  const port = await freePort();
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: database.connectionUri,
+    DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
+  const service = await startService({ config, ...(options.roles ? { roles: options.roles } : {}) });
+  return {
+    ...service,
+    url: config.PUBLIC_BASE_URL,
+    stopAll: async () => {
+      await service.stop();
+      await database.stop();
+    },
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+export function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return Number.NaN;
+  return sortedMs[Math.min(sortedMs.length - 1, Math.floor((p / 100) * sortedMs.length))]!;
+}
+
+/** Runs `task` from `concurrency` loops until `durationMs` has passed; returns completed count and latencies. */
+export async function runConcurrently(concurrency: number, durationMs: number, task: (worker: number, i: number) => Promise<void>) {
+  const latencies: number[] = [];
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      for (let i = 0; performance.now() < deadline; i++) {
+        const t0 = performance.now();
+        await task(worker, i);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { count: latencies.length, perSecond: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
