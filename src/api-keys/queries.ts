@@ -42,12 +42,12 @@ const metadataRow = z.object({
   revoked_at: z.string().nullable(),
   last_used_at: z.string().nullable(),
   last_used_ip: z.string().nullable(),
-  request_count: z.coerce.number(),
+  request_count: z.number(),
 });
 
 const selectMetadata = sql.fragment`
   SELECT k.id, k.name, k.key_prefix, k.scopes, k.allowed_ip_cidrs, k.expires_at, k.rate_limit_per_minute, k.created_at, k.created_by,
-         k.suspended, k.revoked_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0) AS request_count
+         k.suspended, k.revoked_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
   FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id`;
 
 function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetadata {

@@ -1,0 +1,67 @@
+import { describe, it } from 'vitest';
+import { apiKeyDecider, type ApiKeyCreated } from '../../src/api-keys/api-key.ts';
+import { deciderSpec } from '../support/decider.ts';
+
+const given = deciderSpec(apiKeyDecider);
+const NOW = '2026-03-01T12:00:00.000Z';
+
+const createdData: ApiKeyCreated['data'] = {
+  keyId: 'key_1',
+  name: 'Payroll sync',
+  keyHash: 'a'.repeat(64),
+  keyPrefix: 'aaaaaaaa',
+  scopes: ['cohort:write'],
+  allowedIpCidrs: ['203.0.113.0/24'],
+  expiresAt: null,
+  rateLimitPerMinute: null,
+  createdBy: 'user_1',
+  createdAt: NOW,
+};
+const created: ApiKeyCreated = { type: 'ApiKeyCreated', data: createdData };
+const { createdAt: _createdAt, ...createCommandData } = createdData;
+
+describe('API key decider', () => {
+  it('creates a key', () => {
+    given([]).when({ type: 'CreateApiKey', ...createCommandData, now: NOW }).then([created]);
+  });
+
+  it('refuses an expiry that is not in the future', () => {
+    given([]).when({ type: 'CreateApiKey', ...createCommandData, expiresAt: NOW, now: NOW }).thenThrows({ status: 400, code: 'VALIDATION_ERROR' });
+  });
+
+  it('refuses to create the same key twice', () => {
+    given([created]).when({ type: 'CreateApiKey', ...createCommandData, now: NOW }).thenThrows({ status: 409 });
+  });
+
+  it('revokes an active key, and revoking again changes nothing', () => {
+    given([created]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW }).then([
+      { type: 'ApiKeyRevoked', data: { keyId: 'key_1', reason: 'admin', revokedAt: NOW } },
+    ]);
+    given([created, { type: 'ApiKeyRevoked', data: { keyId: 'key_1', reason: 'admin', revokedAt: NOW } }])
+      .when({ type: 'RevokeApiKey', reason: 'admin', now: '2026-03-02T00:00:00.000Z' })
+      .then([]);
+  });
+
+  it('suspends and resumes, each only when it changes something', () => {
+    given([created]).when({ type: 'SuspendApiKey' }).then([{ type: 'ApiKeySuspended', data: { keyId: 'key_1' } }]);
+    given([created, { type: 'ApiKeySuspended', data: { keyId: 'key_1' } }]).when({ type: 'SuspendApiKey' }).then([]);
+    given([created, { type: 'ApiKeySuspended', data: { keyId: 'key_1' } }]).when({ type: 'ResumeApiKey' }).then([{ type: 'ApiKeyResumed', data: { keyId: 'key_1' } }]);
+    given([created]).when({ type: 'ResumeApiKey' }).then([]);
+  });
+
+  it('renames, and ignores a rename to the same name', () => {
+    given([created]).when({ type: 'RenameApiKey', name: 'Payroll' }).then([{ type: 'ApiKeyRenamed', data: { keyId: 'key_1', name: 'Payroll' } }]);
+    given([created]).when({ type: 'RenameApiKey', name: 'Payroll sync' }).then([]);
+  });
+
+  it('refuses changes to a revoked key', () => {
+    const revoked = { type: 'ApiKeyRevoked', data: { keyId: 'key_1', reason: 'admin', revokedAt: NOW } } as const;
+    given([created, revoked]).when({ type: 'ResumeApiKey' }).thenThrows({ status: 409, code: 'API_KEY_REVOKED' });
+    given([created, revoked]).when({ type: 'RenameApiKey', name: 'x' }).thenThrows({ status: 409, code: 'API_KEY_REVOKED' });
+  });
+
+  it('answers 404 for a key that does not exist', () => {
+    given([]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([]).when({ type: 'SuspendApiKey' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+  });
+});
