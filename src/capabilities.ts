@@ -2,6 +2,7 @@
 import { apiKeysCapability } from './api-keys/capability.ts';
 import type { Capability } from './capability.ts';
 import { identityCapability } from './identity/capability.ts';
+import { ssoCapability } from './sso/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability];

@@ -1,0 +1,48 @@
+// Read model `sso_configurations`: each employer's SSO settings and the hash of its current SCIM token,
+// read by GET /api/employer/sso, the SAML routes and SCIM authentication.
+import { sql } from 'slonik';
+import type { SsoConfigurationEvent, SsoSettings } from '../src/sso/sso-configuration.ts';
+import type { Projection } from './projection.ts';
+
+export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
+  samlEnabled: 'saml_enabled',
+  samlMetadataUrl: 'saml_metadata_url',
+  samlEntryPoint: 'saml_entry_point',
+  samlCertificates: 'saml_certificates',
+  samlIssuer: 'saml_issuer',
+  samlNameIdFormat: 'saml_name_id_format',
+  samlEmailAttribute: 'saml_email_attribute',
+  samlFirstNameAttribute: 'saml_first_name_attribute',
+  samlLastNameAttribute: 'saml_last_name_attribute',
+  scimEnabled: 'scim_enabled',
+};
+
+export const ssoProjection: Projection = {
+  name: 'sso',
+  tables: ['sso_configurations'],
+  eventTypes: ['SsoConfigurationUpdated'],
+  awaitedByCommands: true,
+  async apply(tx, events) {
+    for (const recorded of events) {
+      const event = recorded as unknown as SsoConfigurationEvent;
+      const { employerId, changes, issuedScimToken, revokedScimTokenId } = event.data;
+      const at = recorded.metadata.occurredAt;
+      const assignments = (Object.entries(changes) as Array<[keyof SsoSettings, SsoSettings[keyof SsoSettings]]>).map(([key, value]) =>
+        sql.fragment`${sql.identifier([SSO_SETTING_COLUMNS[key]])} = ${Array.isArray(value) ? sql.jsonb(value) : value}`,
+      );
+      if (issuedScimToken) {
+        assignments.push(
+          sql.fragment`scim_token_id = ${issuedScimToken.tokenId}`,
+          sql.fragment`scim_token_hash = ${issuedScimToken.tokenHash}`,
+          sql.fragment`scim_token_rotated_at = ${issuedScimToken.issuedAt}`,
+        );
+      } else if (revokedScimTokenId) {
+        assignments.push(sql.fragment`scim_token_id = NULL`, sql.fragment`scim_token_hash = NULL`, sql.fragment`scim_token_rotated_at = NULL`);
+      }
+      await tx.query(sql.unsafe`INSERT INTO sso_configurations (employer_id, updated_at) VALUES (${employerId}, ${at}) ON CONFLICT DO NOTHING`);
+      await tx.query(sql.unsafe`
+        UPDATE sso_configurations SET ${sql.join([...assignments, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
+        WHERE employer_id = ${employerId}`);
+    }
+  },
+};

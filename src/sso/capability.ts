@@ -1,0 +1,43 @@
+import { ssoProjection } from '../../projections/sso.ts';
+import type { Capability } from '../capability.ts';
+import { ssoRoutes } from './routes.ts';
+
+export type SsoCapabilityOptions = {
+  /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
+  idpMetadataCa?: string;
+};
+
+export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {
+  return {
+    name: 'sso',
+    routes: [ssoRoutes(options)],
+    projections: [ssoProjection],
+    auditMappers: {
+      // Field names only: certificates and URLs stay in the event, token hashes never reach the audit log.
+      SsoConfigurationUpdated: (event) => ({
+        action: 'sso.config.update',
+        targetType: 'employer',
+        targetId: String(event.data.employerId),
+        details: {
+          fields: Object.keys(event.data.changes as object),
+          scimTokenIssued: event.data.issuedScimToken !== null,
+          scimTokenRevoked: event.data.revokedScimTokenId !== null,
+        },
+      }),
+      SamlLoginSucceeded: (event) => ({
+        action: 'auth.saml.login',
+        targetType: 'user',
+        targetId: String(event.data.userId),
+        details: { assertionId: event.data.assertionId, provisioned: event.data.provisioned },
+      }),
+      SamlLoginFailed: (event) => ({
+        action: 'auth.saml.login_failed',
+        targetType: 'saml_login',
+        targetId: String(event.data.loginId),
+        details: { reason: event.data.reason, clientIp: event.data.clientIp },
+      }),
+    },
+  };
+}
+
+export const ssoCapability = createSsoCapability();

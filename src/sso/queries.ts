@@ -1,0 +1,70 @@
+// Reads of the SSO read model and of the users a SAML login resolves.
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { notFound } from '../http/errors.ts';
+import { DEFAULT_SSO_SETTINGS, type SsoSettings } from './sso-configuration.ts';
+
+export type SsoConfigurationView = {
+  settings: SsoSettings;
+  scimTokenExists: boolean;
+  scimTokenRotatedAt: string | null;
+  updatedAt: string | null;
+};
+
+const configurationRow = z.object({
+  saml_enabled: z.boolean(),
+  saml_metadata_url: z.string().nullable(),
+  saml_entry_point: z.string().nullable(),
+  saml_certificates: z.array(z.string()),
+  saml_issuer: z.string().nullable(),
+  saml_name_id_format: z.string().nullable(),
+  saml_email_attribute: z.string().nullable(),
+  saml_first_name_attribute: z.string().nullable(),
+  saml_last_name_attribute: z.string().nullable(),
+  scim_enabled: z.boolean(),
+  scim_token_exists: z.boolean(),
+  scim_token_rotated_at: z.string().nullable(),
+  updated_at: z.string(),
+});
+
+/** The employer's SSO configuration (defaults when never saved); 404 when the employer does not exist. */
+export async function getSsoConfiguration(ctx: AppContext, employerId: string): Promise<SsoConfigurationView> {
+  const row = await ctx.db.slonik.maybeOne(sql.type(configurationRow)`
+    SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
+           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.scim_enabled,
+           c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at
+    FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
+  if (!row) {
+    if (!(await employerExists(ctx, employerId))) throw notFound(`Employer ${employerId}`);
+    return { settings: DEFAULT_SSO_SETTINGS, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null };
+  }
+  return {
+    settings: {
+      samlEnabled: row.saml_enabled,
+      samlMetadataUrl: row.saml_metadata_url,
+      samlEntryPoint: row.saml_entry_point,
+      samlCertificates: row.saml_certificates,
+      samlIssuer: row.saml_issuer,
+      samlNameIdFormat: row.saml_name_id_format,
+      samlEmailAttribute: row.saml_email_attribute,
+      samlFirstNameAttribute: row.saml_first_name_attribute,
+      samlLastNameAttribute: row.saml_last_name_attribute,
+      scimEnabled: row.scim_enabled,
+    },
+    scimTokenExists: row.scim_token_exists,
+    scimTokenRotatedAt: row.scim_token_rotated_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+async function employerExists(ctx: AppContext, employerId: string): Promise<boolean> {
+  return ctx.db.slonik.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
+}
+
+const userRow = z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() });
+
+/** The user holding `email` in any employer (addresses are unique across employers), or null. */
+export async function findUserByEmail(ctx: AppContext, email: string) {
+  return ctx.db.slonik.maybeOne(sql.type(userRow)`SELECT id, employer_id, active FROM users WHERE lower(email) = lower(${email})`);
+}

@@ -1,0 +1,30 @@
+// SCIM bearer tokens: `scim_` + 256 random bits, shown once, stored only as SHA-256 (event and read
+// model). A lookup compares hashes by index: timing can reveal at most something about a hash of a
+// random secret, never about the secret, so no constant-time loop over candidates is needed.
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { randomToken, sha256Hex } from '../crypto/tokens.ts';
+
+export const SCIM_TOKEN_PREFIX = 'scim_';
+const SCIM_TOKEN_SHAPE = /^scim_[A-Za-z0-9_-]{43}$/;
+
+export function newScimToken(): { token: string; tokenId: string; tokenHash: string } {
+  const token = `${SCIM_TOKEN_PREFIX}${randomToken(32)}`;
+  return { token, tokenId: randomUUID(), tokenHash: sha256Hex(token) };
+}
+
+const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
+
+/**
+ * The employer whose current SCIM token `rawToken` is, or null (malformed, unknown, rotated away, or
+ * SCIM disabled). For the SCIM routes' authentication; the rate limit comes before this call.
+ */
+export async function findEmployerByScimToken(ctx: AppContext, rawToken: string): Promise<{ employerId: string; tokenId: string } | null> {
+  if (!SCIM_TOKEN_SHAPE.test(rawToken)) return null;
+  const row = await ctx.db.slonik.maybeOne(sql.type(tokenOwner)`
+    SELECT employer_id, scim_token_id FROM sso_configurations
+    WHERE scim_token_hash = ${sha256Hex(rawToken)} AND scim_enabled AND scim_token_id IS NOT NULL`);
+  return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
+}

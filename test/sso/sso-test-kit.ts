@@ -1,0 +1,75 @@
+// HTTP helpers shared by the SSO tests: the configuration routes as an admin, and the browser's side of
+// a SAML login (start, read the AuthnRequest id from the redirect, post the IdP's response).
+import { inflateRawSync } from 'node:zlib';
+import { DOMParser } from '@xmldom/xmldom';
+import type { TestIdp } from '../support/saml-idp.ts';
+import type { TestService } from '../support/service.ts';
+
+export type Tenant = { employerId: string; adminUserId: string; cookie: string };
+export type JsonBody = Record<string, unknown> & { code?: string; message?: string };
+
+export async function postSso(service: TestService, tenant: Pick<Tenant, 'cookie'>, body: unknown): Promise<{ status: number; body: JsonBody }> {
+  const response = await fetch(`${service.url}/api/employer/sso`, {
+    method: 'POST',
+    headers: { ...service.sessionHeaders(tenant.cookie), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as JsonBody };
+}
+
+export async function getSso(service: TestService, tenant: Pick<Tenant, 'cookie'>): Promise<{ status: number; body: JsonBody }> {
+  const response = await fetch(`${service.url}/api/employer/sso`, { headers: { cookie: tenant.cookie } });
+  return { status: response.status, body: (await response.json()) as JsonBody };
+}
+
+/** Turns SAML on for the tenant with the test IdP's entry point, certificate and issuer. */
+export async function enableSaml(service: TestService, tenant: Tenant, idp: TestIdp, extra: Record<string, unknown> = {}) {
+  const result = await postSso(service, tenant, {
+    samlEnabled: true,
+    samlEntryPoint: idp.entryPoint,
+    samlCertificate: idp.certificatePem,
+    samlIssuer: idp.issuer,
+    samlEmailAttribute: 'email',
+    samlFirstNameAttribute: 'firstName',
+    samlLastNameAttribute: 'lastName',
+    ...extra,
+  });
+  if (result.status !== 200) throw new Error(`enabling SAML failed: ${result.status} ${JSON.stringify(result.body)}`);
+  return result.body;
+}
+
+export function spUrls(service: Pick<TestService, 'url'>, employerId: string) {
+  return { audience: `${service.url}/api/auth/saml/metadata/${employerId}`, acsUrl: `${service.url}/api/auth/saml/callback/${employerId}` };
+}
+
+/** GET /api/auth/saml/start/...; on a redirect, the AuthnRequest id read from its deflated SAMLRequest. */
+export async function startLogin(service: TestService, employerId: string, returnTo?: string) {
+  const query = returnTo === undefined ? '' : `?returnTo=${encodeURIComponent(returnTo)}`;
+  const response = await fetch(`${service.url}/api/auth/saml/start/${employerId}${query}`, { redirect: 'manual' });
+  const location = response.headers.get('location');
+  if (response.status !== 302 || !location) return { response, location, requestId: null };
+  const samlRequest = new URL(location).searchParams.get('SAMLRequest') ?? '';
+  const xml = inflateRawSync(Buffer.from(samlRequest, 'base64')).toString('utf8');
+  const requestId = new DOMParser().parseFromString(xml, 'text/xml').documentElement?.getAttribute('ID') ?? null;
+  return { response, location, requestId };
+}
+
+/** What the browser posts to the ACS URL (HTTP-POST binding). */
+export async function postCallback(service: Pick<TestService, 'url'>, employerId: string, samlResponse: string, relayState?: string) {
+  const form = new URLSearchParams({ SAMLResponse: samlResponse, ...(relayState === undefined ? {} : { RelayState: relayState }) });
+  const response = await fetch(`${service.url}/api/auth/saml/callback/${employerId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://idp.example.test' },
+    body: form,
+    redirect: 'manual',
+  });
+  const body = response.status === 302 ? null : ((await response.json()) as JsonBody);
+  return { status: response.status, location: response.headers.get('location'), body };
+}
+
+/** Follows a sign-in link as a browser would and returns the session cookie it set. */
+export async function followSignIn(location: string): Promise<{ status: number; cookie: string | null; next: string | null }> {
+  const response = await fetch(location, { redirect: 'manual' });
+  const cookie = response.headers.getSetCookie().find((header) => header.startsWith('ei_session='))?.split(';')[0] ?? null;
+  return { status: response.status, cookie, next: response.headers.get('location') };
+}
