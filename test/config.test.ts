@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('configuration', () => {
+  it('has defaults that run on a fresh machine', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ PORT: 3000, DATA_DIR: './.data', EVENT_STORE: 'postgres', PUBLIC_BASE_URL: 'http://localhost:3000' });
+  });
+
+  it('stops start-up with a message naming the bad variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => loadConfig({ EVENT_STORE: 'esdb' })).toThrow(/EVENTSTORE_CONNECTION_STRING/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://x@localhost/db' })).toThrow(/ENCRYPTION_KEY/);
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_NETWORKS/);
+  });
+});
