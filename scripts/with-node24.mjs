@@ -27,7 +27,9 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
   }
 }
 
-const child = spawn(nodeBinary, [join(projectRoot, script), ...args], { stdio: 'inherit', cwd: process.cwd() });
-// Forward termination signals so the service can shut down cleanly.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+// The child gets its own process group: a Ctrl-C in the terminal then reaches only this launcher,
+// which forwards it, so the service shuts down in order and its embedded Postgres (a child of the
+// service) is stopped by the service instead of being interrupted by the terminal mid-request.
+const child = spawn(nodeBinary, [join(projectRoot, script), ...args], { stdio: 'inherit', cwd: process.cwd(), detached: true });
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? 128 + (constants.signals[signal] ?? 1)));

