@@ -2,6 +2,7 @@
 // whose data lives under DATA_DIR/postgres and survives restarts.
 import pg from 'pg';
 import { existsSync } from 'node:fs';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export type EmbeddedDatabase = { connectionUri: string; stop(): Promise<void> };
@@ -17,6 +18,12 @@ export async function startEmbeddedPostgres(options: {
   persistent?: boolean;
 }): Promise<EmbeddedDatabase> {
   const databaseDir = resolve(options.dataDir, 'postgres');
+  await mkdir(options.dataDir, { recursive: true });
+  if (process.getuid?.() === 0) {
+    // As root the server runs as a `postgres` user the package creates, which must reach DATA_DIR.
+    const { mode } = await stat(options.dataDir);
+    await chmod(options.dataDir, mode | 0o055);
+  }
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
