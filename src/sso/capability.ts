@@ -19,7 +19,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
         targetType: 'employer',
         targetId: String(event.data.employerId),
         details: {
-          fields: Object.keys(event.data.changes as object),
+          fields: Object.keys(event.data.changes as object).sort(),
           scimTokenIssued: event.data.issuedScimToken !== null,
           scimTokenRevoked: event.data.revokedScimTokenId !== null,
         },
