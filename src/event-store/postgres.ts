@@ -1,7 +1,7 @@
 // Postgres adapter of the event store (the default). See migrations/0001_event_store.sql for the
 // table, the append function and the append-only triggers.
-import { randomUUID } from 'node:crypto';
 import { sql, type DatabasePool } from 'slonik';
+import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import type { Notifications } from '../db/notifications.ts';
 import {
@@ -108,7 +108,7 @@ export function createPostgresEventStore(pool: DatabasePool, notifications: Noti
           const rows = await pool.many(sql.type(appendRow)`
             SELECT next_revision::text, last_position::text, transaction_id FROM append_to_stream(
               ${streamName}, ${tenantId}, ${encodeExpected(expectedRevision).toString()}::bigint,
-              ${sql.array(events.map(() => randomUUID()), 'uuid')},
+              ${sql.array(events.map(() => uuidv7()), 'uuid')},
               ${sql.array(events.map((event) => event.type), 'text')},
               ${sql.array(events.map((event) => JSON.stringify(event.data)), 'jsonb')},
               ${sql.jsonb(metadata)})`);
