@@ -7,7 +7,7 @@ const MAX_RETURN_TO_LENGTH = 2048;
 /**
  * The normalised return target (a path starting with a single '/', or an absolute URL on an allowed
  * origin), or null when it is refused. The value is resolved the way a browser would resolve it against
- * our own URL, so '//evil.example', '/\evil.example' and 'https:evil.example' all land on another origin.
+ * our own URL, so '//evil.example' or 'http:evil.example' (from https) land on another origin and are refused.
  */
 export function normaliseReturnTo(value: string, config: Pick<Config, 'PUBLIC_BASE_URL' | 'RETURN_TO_ALLOWED_ORIGINS'>): string | null {
   // Control characters and backslashes are refused outright: browsers treat '\' as '/' in URLs.
