@@ -13,11 +13,10 @@ describe('the OpenAPI description', () => {
   it('is a valid OpenAPI 3.1 document covering the registered routes', async () => {
     const response = await fetch(`${service.url}/api/openapi`);
     expect(response.status).toBe(200);
-    const document = await response.json();
+    const document = (await response.json()) as { openapi: string; paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } };
     expect(document.openapi).toBe('3.1.0');
-    const result = await validate(structuredClone(document));
-    expect(result.errors ?? []).toEqual([]);
-    expect(result.valid).toBe(true);
+    const result = await validate(structuredClone(document) as never);
+    expect(result.valid ? [] : result.errors).toEqual([]);
     for (const route of service.server!.printRoutes({ commonPrefix: false }).matchAll(/(\/api\/[^\s(]+)/g)) {
       const path = route[1]!.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
       if (path === '/api/openapi') continue;

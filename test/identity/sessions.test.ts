@@ -78,8 +78,9 @@ describe('sign-in links and browser sessions', () => {
   it('keeps sessions apart per tenant', async () => {
     const a = await service.createTenant();
     const b = await service.createTenant();
-    const sessionA = await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: a.cookie } })).json();
-    const sessionB = await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: b.cookie } })).json();
+    type Session = { employerId: string; user: { id: string } };
+    const sessionA = (await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: a.cookie } })).json()) as Session;
+    const sessionB = (await (await fetch(`${service.url}/api/auth/session`, { headers: { cookie: b.cookie } })).json()) as Session;
     expect(sessionA.employerId).toBe(a.employerId);
     expect(sessionB.employerId).toBe(b.employerId);
     expect(sessionA.user.id).not.toBe(sessionB.user.id);
