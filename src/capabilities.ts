@@ -4,5 +4,6 @@ import type { Capability } from './capability.ts';
 import { identityCapability } from './identity/capability.ts';
 import { ssoCapability } from './sso/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
+import { webhooksCapability } from './webhooks/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, webhooksCapability];

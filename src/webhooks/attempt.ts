@@ -1,0 +1,40 @@
+// One attempt of one delivery, queued or direct: open the sealed secret, sign the body afresh (the
+// Standard Webhooks timestamp is the attempt's own), send through the process's safe dispatcher.
+import type { KeyObject } from 'node:crypto';
+import type { Dispatcher } from 'undici';
+import { decryptSecret } from '../crypto/secret-box.ts';
+import { CURRENT_API_VERSION } from '../http/versioning.ts';
+import { sendWebhookAttempt, type WebhookAttemptResult } from './send.ts';
+import { buildWebhookRequest } from './signing.ts';
+
+export type DeliveryTarget = {
+  deliveryId: string;
+  employerId: string;
+  webhookId: string;
+  eventType: string;
+  /** The event's time: body `timestamp` and x-webhook-timestamp, the same on every attempt. */
+  timestamp: string;
+  data: Record<string, unknown>;
+  url: string;
+  sealedSecret: string;
+};
+
+export async function attemptDelivery(
+  deps: { dispatcher: Dispatcher; encryptionKey: KeyObject },
+  target: DeliveryTarget,
+): Promise<{ requestedAt: Date; result: WebhookAttemptResult }> {
+  const secret = decryptSecret(target.sealedSecret, deps.encryptionKey, target.webhookId);
+  const requestedAt = new Date();
+  const request = buildWebhookRequest({
+    deliveryId: target.deliveryId,
+    eventType: target.eventType,
+    timestamp: target.timestamp,
+    apiVersion: CURRENT_API_VERSION,
+    employerId: target.employerId,
+    data: target.data,
+    secret,
+    signedAt: requestedAt,
+  });
+  const result = await sendWebhookAttempt({ url: target.url, ...request, dispatcher: deps.dispatcher });
+  return { requestedAt, result };
+}

@@ -1,0 +1,126 @@
+// Commands on webhook subscriptions, from the routes and from the delivery worker. Whenever a
+// subscription stops (deactivated or deleted), its pending deliveries are cancelled right after.
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../app-context.ts';
+import { encryptSecret } from '../crypto/secret-box.ts';
+import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { notFound } from '../http/errors.ts';
+import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
+import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
+import { findDeliveryStatus } from './queries.ts';
+import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
+import { generateSigningSecret } from './signing.ts';
+import { webhookDecider, webhookStream, type WebhookCommand, type WebhookSettings, type WebhookStatus } from './subscription.ts';
+
+/** Who records delivery outcomes in the event history. */
+export const DELIVERY_WORKER_ACTOR = { type: 'system', id: 'webhook-delivery' } as const;
+
+export function newWebhookId(): string {
+  return `whk_${randomUUID().replaceAll('-', '')}`;
+}
+
+async function runWebhookCommand(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string, command: WebhookCommand) {
+  const result = await handleCommand(ctx.commands, { streamName: webhookStream(employerId, webhookId), decider: webhookDecider, command, context });
+  if (result.newEvents.some((event) => event.type === 'WebhookSubscriptionDeactivated' || event.type === 'WebhookSubscriptionDeleted')) {
+    await cancelPendingDeliveries(ctx.db.slonik, webhookId);
+  }
+  return result;
+}
+
+/** 400 for a URL that is not https or whose host is not public (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
+  try {
+    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
+    return url;
+  } catch (error) {
+    if (error instanceof UnsafeTargetError) throw new DomainError(400, 'INVALID_WEBHOOK_URL', error.message);
+    throw error;
+  }
+}
+
+function checkedEvents(events: string[]): string[] {
+  const unknown = unknownWebhookEvents(events);
+  if (unknown.length > 0) {
+    throw new DomainError(400, 'UNKNOWN_WEBHOOK_EVENT', `Unknown webhook event type(s): ${unknown.join(', ')}.`, {
+      unknownEvents: unknown,
+      availableEvents: [...WEBHOOK_EVENT_TYPES],
+    });
+  }
+  return [...new Set(events)];
+}
+
+function sealSecret(ctx: AppContext, webhookId: string): { signingSecret: string; sealedSecret: string } {
+  const signingSecret = generateSigningSecret();
+  return { signingSecret, sealedSecret: encryptSecret(signingSecret, ctx.encryptionKey, webhookId) };
+}
+
+/** Returns the new id and the signing secret in clear (shown once, stored only sealed). */
+export async function createWebhook(ctx: AppContext, context: CommandContext, employerId: string, settings: WebhookSettings) {
+  const webhookId = newWebhookId();
+  const url = await checkedUrl(ctx, settings.url);
+  const events = checkedEvents(settings.events);
+  const { signingSecret, sealedSecret } = sealSecret(ctx, webhookId);
+  await runWebhookCommand(ctx, context, employerId, webhookId, {
+    type: 'CreateWebhook',
+    webhookId,
+    url,
+    events,
+    description: settings.description,
+    maxFailures: settings.maxFailures,
+    sealedSecret,
+    now: new Date().toISOString(),
+  });
+  return { webhookId, signingSecret };
+}
+
+export async function updateWebhook(
+  ctx: AppContext,
+  context: CommandContext,
+  employerId: string,
+  webhookId: string,
+  request: Partial<WebhookSettings> & { status?: WebhookStatus },
+) {
+  const { status, ...changes } = request;
+  if (changes.url !== undefined) changes.url = await checkedUrl(ctx, changes.url);
+  if (changes.events !== undefined) changes.events = checkedEvents(changes.events);
+  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'UpdateWebhook', changes, ...(status ? { status } : {}) });
+}
+
+export async function deleteWebhook(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string) {
+  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'DeleteWebhook' });
+}
+
+/** The new secret in clear, shown once. Attempts from now on, retries included, are signed with it. */
+export async function rotateSigningSecret(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string): Promise<string> {
+  const { signingSecret, sealedSecret } = sealSecret(ctx, webhookId);
+  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RotateSigningSecret', sealedSecret });
+  return signingSecret;
+}
+
+/** A test.ping through the queue (fan-out, retries, delivery log), unlike the direct POST .../test. */
+export async function requestPing(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string) {
+  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RequestPing' });
+}
+
+/** Sends a finished delivery again, same delivery id, with a fresh series of retries. */
+export async function redeliver(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string, deliveryId: string) {
+  const status = await findDeliveryStatus(ctx.db.slonik, employerId, webhookId, deliveryId);
+  if (status === null) throw notFound('Delivery');
+  if (status === 'pending') throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is still pending; it will be attempted again on its own.');
+  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RequestRedelivery', deliveryId });
+  if (!(await requeueDelivery(ctx.db.slonik, deliveryId))) {
+    throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is already pending again.');
+  }
+}
+
+/** Outcomes the delivery worker records on the subscription (failure count, auto-disable, 410 Gone). */
+export async function recordDeliveryOutcome(
+  ctx: AppContext,
+  outcome: 'succeeded' | 'exhausted' | 'gone',
+  delivery: { employerId: string; webhookId: string; deliveryId: string },
+) {
+  const type = outcome === 'succeeded' ? 'RecordDeliverySucceeded' : outcome === 'exhausted' ? 'RecordDeliveryExhausted' : 'RecordTargetGone';
+  const context: CommandContext = { tenantId: delivery.employerId, actor: DELIVERY_WORKER_ACTOR, causationId: delivery.deliveryId };
+  await runWebhookCommand(ctx, context, delivery.employerId, delivery.webhookId, { type, deliveryId: delivery.deliveryId });
+}

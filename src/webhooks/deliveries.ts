@@ -1,0 +1,169 @@
+// The delivery state machine and log in SQL. A delivery is pending until an attempt succeeds, its
+// last retry fails (failed), or its subscription stops (cancelled). Jobs only say "try attempt n of
+// delivery d": each attempt is claimed on the row first, so a stale or duplicate job does nothing.
+import { sql, type CommonQueryMethods, type DatabasePool, type ValueExpression } from 'slonik';
+import { z } from 'zod';
+import type { WebhookAttemptResult } from './send.ts';
+
+export const DELIVER_TASK = 'webhook_deliver';
+
+/** What a delivery job carries: which attempt (1-based, counted over the delivery's life) to make. */
+export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.number().int().positive() });
+export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+
+/**
+ * The job of one attempt. One job key per delivery (`webhook_delivery:<id>`), so the next attempt's
+ * job replaces a waiting one instead of doubling it (graphile-worker detaches the key from the
+ * running job that schedules its successor).
+ */
+function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression) {
+  return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int),
+    run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text)`;
+}
+
+/**
+ * Fan-out of one domain event: one pending delivery per active subscription of the event's tenant
+ * that asked for it, each with its first attempt's job, in one statement. The (webhook, event)
+ * uniqueness makes a re-run add nothing. Returns how many deliveries were created.
+ */
+export async function enqueueEventDeliveries(
+  pool: CommonQueryMethods,
+  input: { employerId: string; eventId: string; webhookEvent: string; timestamp: string; data: Record<string, unknown>; onlyWebhookId: string | null },
+): Promise<number> {
+  const target = input.onlyWebhookId === null ? sql.fragment`${input.webhookEvent} = ANY (s.events)` : sql.fragment`s.id = ${input.onlyWebhookId}`;
+  return pool.oneFirst(sql.type(z.object({ created: z.coerce.number() }))`
+    WITH created AS (
+      INSERT INTO webhook_deliveries (delivery_id, employer_id, webhook_id, event_id, event_type, event_timestamp, data, trigger, status, next_attempt_at)
+      SELECT gen_random_uuid(), s.employer_id, s.id, ${input.eventId}, ${input.webhookEvent}, ${input.timestamp}, ${JSON.stringify(input.data)}::json,
+             'event', 'pending', now()
+      FROM webhook_subscriptions s
+      WHERE s.employer_id = ${input.employerId} AND s.status = 'active' AND ${target}
+      ON CONFLICT (webhook_id, event_id) DO NOTHING
+      RETURNING delivery_id
+    ), jobs AS (
+      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`)} FROM created
+    )
+    SELECT count(*) AS created FROM jobs`);
+}
+
+const claimedRow = z.object({
+  delivery_id: z.string(),
+  employer_id: z.string(),
+  webhook_id: z.string(),
+  event_type: z.string(),
+  event_timestamp: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  series_start: z.number(),
+  url: z.string(),
+  sealed_secret: z.string(),
+  failure_count: z.number(),
+});
+export type ClaimedAttempt = z.infer<typeof claimedRow>;
+
+/**
+ * Marks attempt `attempt` as in flight under this process's lease, if it is still due: the delivery
+ * is pending with attempt - 1 attempts made and none in flight, and its subscription is active.
+ * Returns null otherwise (stale or duplicate job, or the subscription stopped).
+ */
+export async function claimAttempt(
+  pool: CommonQueryMethods,
+  input: { deliveryId: string; attempt: number; lease: number; worker: string | null },
+): Promise<ClaimedAttempt | null> {
+  return pool.maybeOne(sql.type(claimedRow)`
+    UPDATE webhook_deliveries d
+    SET attempt_lease = ${input.lease}, attempt_worker = ${input.worker}, attempt_started_at = now()
+    FROM webhook_subscriptions s
+    WHERE d.delivery_id = ${input.deliveryId} AND s.id = d.webhook_id AND s.status = 'active'
+      AND d.status = 'pending' AND d.attempts = ${input.attempt - 1} AND d.attempt_lease IS NULL
+    RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret, s.failure_count`);
+}
+
+/** A pending delivery whose subscription is inactive or deleted will not be attempted again. */
+export async function cancelIfSubscriptionStopped(pool: CommonQueryMethods, deliveryId: string): Promise<void> {
+  await pool.query(sql.unsafe`
+    UPDATE webhook_deliveries d SET status = 'cancelled', next_attempt_at = NULL, completed_at = now()
+    WHERE d.delivery_id = ${deliveryId} AND d.status = 'pending' AND d.attempt_lease IS NULL
+      AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.webhook_id AND s.status = 'active')`);
+}
+
+/** Stops every pending delivery of a subscription (deleted or deactivated). An attempt in flight still logs its result. */
+export async function cancelPendingDeliveries(pool: CommonQueryMethods, webhookId: string): Promise<void> {
+  await pool.query(sql.unsafe`
+    UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, completed_at = now()
+    WHERE webhook_id = ${webhookId} AND status = 'pending'`);
+}
+
+/**
+ * Ends an attempt in one transaction: its log entry, the delivery's new state, and the next
+ * attempt's job when `nextRetryAt` is set and the delivery was not cancelled meanwhile. Returns the
+ * delivery's status, or null when this process no longer held the attempt (its lease was lost and
+ * another worker re-ran it).
+ */
+export async function finishAttempt(
+  pool: DatabasePool,
+  input: { deliveryId: string; attempt: number; lease: number; requestedAt: Date; result: WebhookAttemptResult; nextRetryAt: Date | null },
+): Promise<DeliveryStatus | null> {
+  const { deliveryId, attempt, result } = input;
+  const nextRetryAt = result.ok ? null : input.nextRetryAt?.toISOString() ?? null;
+  const outcome: DeliveryStatus = result.ok ? 'succeeded' : nextRetryAt === null ? 'failed' : 'pending';
+  return pool.transaction(async (tx) => {
+    const status = await tx.maybeOneFirst(sql.type(z.object({ status: z.enum(['pending', 'succeeded', 'failed', 'cancelled']) }))`
+      UPDATE webhook_deliveries
+      SET attempts = ${attempt}, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
+          last_status_code = ${result.statusCode}, last_error = ${result.error},
+          -- A final outcome stands even if the subscription stopped meanwhile; a retry does not.
+          status = CASE WHEN ${outcome} <> 'pending' THEN ${outcome} WHEN status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+          next_attempt_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN ${nextRetryAt}::timestamptz END,
+          completed_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN NULL ELSE now() END
+      WHERE delivery_id = ${deliveryId} AND attempt_lease = ${input.lease}
+      RETURNING status`);
+    await insertAttemptLog(tx, { deliveryId, attempt, requestedAt: input.requestedAt, result, nextRetryAt: status === 'pending' ? nextRetryAt : null });
+    if (status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt)}`);
+    return status;
+  });
+}
+
+async function insertAttemptLog(
+  tx: CommonQueryMethods,
+  input: { deliveryId: string; attempt: number; requestedAt: Date; result: WebhookAttemptResult; nextRetryAt: string | null },
+) {
+  const { result } = input;
+  await tx.query(sql.unsafe`
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, requested_at, latency_ms, status_code, error, response_body, next_retry_at)
+    VALUES (${input.deliveryId}, ${input.attempt}, ${input.requestedAt.toISOString()}, ${result.latencyMs}, ${result.statusCode}, ${result.error},
+            ${result.responseBody}, ${input.nextRetryAt})
+    ON CONFLICT DO NOTHING`);
+}
+
+/** The log of a direct test ping (POST .../test): a finished one-attempt delivery. */
+export async function recordTestDelivery(
+  pool: DatabasePool,
+  input: { deliveryId: string; employerId: string; webhookId: string; timestamp: string; data: Record<string, unknown>; requestedAt: Date; result: WebhookAttemptResult },
+): Promise<void> {
+  const { result } = input;
+  await pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`
+      INSERT INTO webhook_deliveries (delivery_id, employer_id, webhook_id, event_id, event_type, event_timestamp, data, trigger, status, attempts,
+                                      last_status_code, last_error, created_at, completed_at)
+      VALUES (${input.deliveryId}, ${input.employerId}, ${input.webhookId}, NULL, 'test.ping', ${input.timestamp}, ${JSON.stringify(input.data)}::json, 'test',
+              ${result.ok ? 'succeeded' : 'failed'}, 1, ${result.statusCode}, ${result.error}, ${input.requestedAt.toISOString()}, now())`);
+    await insertAttemptLog(tx, { deliveryId: input.deliveryId, attempt: 1, requestedAt: input.requestedAt, result, nextRetryAt: null });
+  });
+}
+
+/**
+ * Redelivery: a finished delivery becomes pending again with a fresh series of retries (same
+ * delivery id, so receivers may deduplicate). Returns false when the delivery is still pending.
+ */
+export async function requeueDelivery(pool: DatabasePool, deliveryId: string): Promise<boolean> {
+  const requeued = await pool.maybeOne(sql.type(z.object({ delivery_id: z.string() }))`
+    WITH requeued AS (
+      UPDATE webhook_deliveries SET status = 'pending', series_start = attempts, next_attempt_at = now(), completed_at = NULL
+      WHERE delivery_id = ${deliveryId} AND status <> 'pending'
+      RETURNING delivery_id, attempts
+    )
+    SELECT delivery_id, ${addDeliveryJob(sql.fragment`requeued.delivery_id`, sql.fragment`requeued.attempts + 1`, sql.fragment`now()`)} FROM requeued`);
+  return requeued !== null;
+}

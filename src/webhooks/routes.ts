@@ -1,0 +1,260 @@
+// Webhook management (SPEC 4.3): browser session, or API key with webhook:manage. Subscriptions of
+// another employer answer 404, like ones that do not exist.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { actorOf, type Principal } from '../auth/principal.ts';
+import type { CommandContext } from '../event-store/command-handler.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { notFound } from '../http/errors.ts';
+import { defineRoute } from '../http/route.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { attemptDelivery } from './attempt.ts';
+import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecret, updateWebhook } from './commands.ts';
+import { recordTestDelivery } from './deliveries.ts';
+import { pingData, WEBHOOK_EVENT_TYPES } from './event-types.ts';
+import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from './queries.ts';
+import { MAX_ATTEMPTS } from './retry-schedule.ts';
+import type { WebhookRuntime } from './runtime.ts';
+import { DEFAULT_MAX_FAILURES } from './subscription.ts';
+
+const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
+const tags = ['Webhooks'];
+
+const url = z.string().trim().min(1).max(2048).meta({ description: 'https only; the host must resolve to public addresses.' });
+const events = z
+  .array(z.string().max(100))
+  .min(1)
+  .max(WEBHOOK_EVENT_TYPES.length)
+  .meta({ description: `Webhook event types: ${WEBHOOK_EVENT_TYPES.join(', ')}. Unknown types are a 400 UNKNOWN_WEBHOOK_EVENT naming them.` });
+const maxFailures = z.number().int().min(1).max(1000).meta({ description: `Deliveries whose final attempt fails before the subscription is disabled. Default ${DEFAULT_MAX_FAILURES}.` });
+
+const createBody = z.strictObject({
+  url,
+  events,
+  description: z.string().max(500).optional(),
+  maxFailures: maxFailures.optional(),
+});
+
+const patchBody = z
+  .strictObject({
+    status: z.enum(['active', 'inactive']).optional().meta({ description: 'active re-enables a disabled subscription and resets failureCount.' }),
+    url: url.optional(),
+    events: events.optional(),
+    description: z.string().max(500).nullable().optional(),
+    maxFailures: maxFailures.optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, 'give at least one of status, url, events, description, maxFailures');
+
+const createdWebhook = webhookSubscription
+  .extend({ signingSecret: z.string().meta({ description: 'whsec_ + base64 of 32 random bytes. Shown only here; stored encrypted.' }) })
+  .meta({ id: 'CreatedWebhookSubscription' });
+
+const webhookParams = z.object({ webhookId: z.string().max(100) });
+const deliveryParams = webhookParams.extend({ deliveryId: z.string().max(100) });
+
+const testResult = z
+  .object({
+    success: z.boolean().meta({ description: 'The target answered 2xx.' }),
+    statusCode: z.number().int().nullable().meta({ description: "The target's HTTP status; null when no response arrived (see error)." }),
+    latencyMs: z.number().int(),
+    error: z.string().nullable().meta({ description: 'Why no response arrived: timeout, refused address, network or TLS error.' }),
+    deliveryId: z.string().meta({ description: 'The test delivery in the delivery log.' }),
+  })
+  .meta({ id: 'WebhookTestResult' });
+
+function commandContext(principal: Principal, requestId: string): CommandContext {
+  return { tenantId: principal.employerId, actor: actorOf(principal), correlationId: requestId };
+}
+
+export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): RoutePlugin {
+  return async function webhookRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/webhooks',
+      summary: 'Subscribe an HTTPS endpoint to webhook events',
+      description:
+        'Deliveries are POSTs signed twice: `x-webhook-signature: sha256=<hex HMAC of the body keyed with the whole secret>` ' +
+        '(GitHub style) and Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`), which also ' +
+        `authenticates the time. A failed attempt is retried up to ${MAX_ATTEMPTS - 1} times, after about 5 s, 5 min, 30 min, 2 h and 5 h.`,
+      tags,
+      auth,
+      body: createBody,
+      responses: { 201: { description: 'The subscription, with its signing secret', schema: createdWebhook } },
+      handler: async ({ body, principal, request, reply }) => {
+        const { webhookId, signingSecret } = await createWebhook(ctx, commandContext(principal, request.id), principal.employerId, {
+          url: body.url,
+          events: body.events,
+          description: body.description ?? null,
+          maxFailures: body.maxFailures ?? DEFAULT_MAX_FAILURES,
+        });
+        reply.status(201).header('cache-control', 'no-store');
+        return { ...(await getWebhook(ctx.db.slonik, principal.employerId, webhookId)), signingSecret };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/webhooks',
+      summary: 'List the webhook subscriptions of the employer',
+      tags,
+      auth,
+      responses: {
+        200: {
+          description: 'Every subscription, oldest first',
+          schema: z.object({ webhooks: z.array(webhookSubscription), availableEvents: z.array(z.enum(WEBHOOK_EVENT_TYPES)) }).meta({ id: 'WebhookSubscriptionList' }),
+        },
+      },
+      handler: async ({ principal }) => ({ webhooks: await listWebhooks(ctx.db.slonik, principal.employerId), availableEvents: [...WEBHOOK_EVENT_TYPES] }),
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/webhooks/:webhookId',
+      summary: 'One webhook subscription: status, failureCount, maxFailures and its last delivery',
+      tags,
+      auth,
+      params: webhookParams,
+      responses: { 200: { description: 'The subscription (never its secret)', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
+      handler: async ({ params, principal }) => getWebhook(ctx.db.slonik, principal.employerId, params.webhookId),
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'PATCH',
+      url: '/api/employer/webhooks/:webhookId',
+      summary: 'Change a subscription, or disable (status inactive) or re-enable (status active) it',
+      description: 'Disabling cancels its pending deliveries. Re-enabling resets failureCount; a POST .../test afterwards is recommended.',
+      tags,
+      auth,
+      params: webhookParams,
+      body: patchBody,
+      responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
+      handler: async ({ params, body, principal, request }) => {
+        await updateWebhook(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId, body);
+        return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'DELETE',
+      url: '/api/employer/webhooks/:webhookId',
+      summary: 'Delete a subscription and stop its pending deliveries',
+      tags,
+      auth,
+      params: webhookParams,
+      responses: { 204: { description: 'Deleted' }, 404: { description: 'No such subscription' } },
+      handler: async ({ params, principal, request, reply }) => {
+        await deleteWebhook(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        return reply.status(204).send();
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/webhooks/:webhookId/test',
+      summary: 'Send one test.ping now, directly (not through the queue)',
+      description: 'Same body, signatures and headers as a real delivery; no retries. Always written to the delivery log.',
+      tags,
+      auth,
+      params: webhookParams,
+      responses: {
+        200: { description: 'What the target answered; success false for a non-2xx answer or no answer', schema: testResult },
+        400: { description: 'WEBHOOK_INACTIVE: the subscription is inactive' },
+        404: { description: 'No such subscription' },
+      },
+      handler: async ({ params, principal }) => {
+        const target = await findWebhookTarget(ctx.db.slonik, principal.employerId, params.webhookId);
+        if (!target) throw notFound('Webhook subscription');
+        if (target.status !== 'active') throw new DomainError(400, 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
+        const delivery = {
+          deliveryId: randomUUID(),
+          employerId: principal.employerId,
+          webhookId: params.webhookId,
+          timestamp: new Date().toISOString(),
+          data: pingData(params.webhookId),
+        };
+        const { requestedAt, result } = await attemptDelivery(
+          { dispatcher: runtimeOf(ctx).dispatcher, encryptionKey: ctx.encryptionKey },
+          { ...delivery, eventType: 'test.ping', url: target.url, sealedSecret: target.sealed_secret },
+        );
+        await recordTestDelivery(ctx.db.slonik, { ...delivery, requestedAt, result });
+        return { success: result.ok, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, deliveryId: delivery.deliveryId };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/webhooks/:webhookId/ping',
+      summary: 'Queue one test.ping through the normal delivery pipeline (retries, delivery log)',
+      description: 'Unlike POST .../test, answers at once; the outcome appears in GET .../deliveries.',
+      tags,
+      auth,
+      params: webhookParams,
+      responses: { 202: { description: 'Queued' }, 400: { description: 'WEBHOOK_INACTIVE' }, 404: { description: 'No such subscription' } },
+      handler: async ({ params, principal, request, reply }) => {
+        await requestPing(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        return reply.status(202).send();
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/webhooks/:webhookId/rotate-secret',
+      summary: 'Replace the signing secret',
+      description: 'Returns the new secret once. Every attempt from now on, retries of earlier deliveries included, is signed with it.',
+      tags,
+      auth,
+      params: webhookParams,
+      responses: {
+        200: { description: 'The new secret', schema: z.object({ id: z.string(), signingSecret: z.string() }).meta({ id: 'RotatedWebhookSecret' }) },
+        404: { description: 'No such subscription' },
+      },
+      handler: async ({ params, principal, request, reply }) => {
+        const signingSecret = await rotateSigningSecret(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        reply.header('cache-control', 'no-store');
+        return { id: params.webhookId, signingSecret };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/webhooks/:webhookId/deliveries',
+      summary: 'The delivery log of a subscription, newest first, with every attempt',
+      tags,
+      auth,
+      params: webhookParams,
+      querystring: deliveryFilters,
+      responses: {
+        200: {
+          description: 'One page; pass nextCursor as cursor for the next',
+          schema: z.object({ deliveries: z.array(deliveryLogEntry), nextCursor: z.string().nullable() }).meta({ id: 'WebhookDeliveryPage' }),
+        },
+        404: { description: 'No such subscription' },
+      },
+      handler: async ({ params, query, principal }) => {
+        if (!(await findWebhookTarget(ctx.db.slonik, principal.employerId, params.webhookId))) throw notFound('Webhook subscription');
+        return listDeliveries(ctx.db.slonik, principal.employerId, params.webhookId, query);
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
+      summary: 'Send a finished delivery again (same delivery id, fresh retries)',
+      tags,
+      auth,
+      params: deliveryParams,
+      responses: {
+        202: { description: 'Queued' },
+        400: { description: 'WEBHOOK_INACTIVE' },
+        404: { description: 'No such subscription or delivery' },
+        409: { description: 'DELIVERY_PENDING: the delivery has not finished' },
+      },
+      handler: async ({ params, principal, request, reply }) => {
+        await redeliver(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId, params.deliveryId);
+        return reply.status(202).send();
+      },
+    });
+  };
+}

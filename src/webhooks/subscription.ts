@@ -1,0 +1,169 @@
+// The webhook subscription aggregate: stream tenant-<employerId>.webhook-<whk_id>. Its events are the
+// subscription's whole history, failure counting included, so auto-disable is a business rule here
+// (not a side effect in the worker) and every change is audited. The signing secret travels only
+// sealed (src/crypto/secret-box.ts, with the webhook id as associated data).
+import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { tenantStream } from '../event-store/port.ts';
+
+export const DEFAULT_MAX_FAILURES = 10;
+
+export type WebhookStatus = 'active' | 'inactive';
+/** Why a subscription became inactive: by PATCH, by reaching maxFailures, or a 410 Gone answer. */
+export type DeactivationReason = 'manual' | 'failure_threshold' | 'gone';
+
+export type WebhookSettings = { url: string; events: string[]; description: string | null; maxFailures: number };
+
+export type WebhookSubscriptionCreated = DomainEvent<'WebhookSubscriptionCreated', WebhookSettings & { webhookId: string; sealedSecret: string; createdAt: string }>;
+export type WebhookSubscriptionUpdated = DomainEvent<'WebhookSubscriptionUpdated', { webhookId: string; changes: Partial<WebhookSettings> }>;
+export type WebhookSubscriptionDeactivated = DomainEvent<'WebhookSubscriptionDeactivated', { webhookId: string; reason: DeactivationReason; deliveryId: string | null }>;
+/** Re-activation also resets failureCount. */
+export type WebhookSubscriptionActivated = DomainEvent<'WebhookSubscriptionActivated', { webhookId: string }>;
+export type WebhookSubscriptionDeleted = DomainEvent<'WebhookSubscriptionDeleted', { webhookId: string }>;
+export type WebhookSigningSecretRotated = DomainEvent<'WebhookSigningSecretRotated', { webhookId: string; sealedSecret: string }>;
+/** A delivery's final attempt failed. */
+export type WebhookDeliveryExhausted = DomainEvent<'WebhookDeliveryExhausted', { webhookId: string; deliveryId: string; failureCount: number }>;
+/** A delivery succeeded after earlier exhausted ones. */
+export type WebhookFailureCountReset = DomainEvent<'WebhookFailureCountReset', { webhookId: string; deliveryId: string }>;
+export type WebhookPingRequested = DomainEvent<'WebhookPingRequested', { webhookId: string }>;
+export type WebhookRedeliveryRequested = DomainEvent<'WebhookRedeliveryRequested', { webhookId: string; deliveryId: string }>;
+
+export type WebhookEvent =
+  | WebhookSubscriptionCreated
+  | WebhookSubscriptionUpdated
+  | WebhookSubscriptionDeactivated
+  | WebhookSubscriptionActivated
+  | WebhookSubscriptionDeleted
+  | WebhookSigningSecretRotated
+  | WebhookDeliveryExhausted
+  | WebhookFailureCountReset
+  | WebhookPingRequested
+  | WebhookRedeliveryRequested;
+
+export const WEBHOOK_EVENT_NAMES = [
+  'WebhookSubscriptionCreated',
+  'WebhookSubscriptionUpdated',
+  'WebhookSubscriptionDeactivated',
+  'WebhookSubscriptionActivated',
+  'WebhookSubscriptionDeleted',
+  'WebhookSigningSecretRotated',
+  'WebhookDeliveryExhausted',
+  'WebhookFailureCountReset',
+  'WebhookPingRequested',
+  'WebhookRedeliveryRequested',
+] as const satisfies readonly WebhookEvent['type'][];
+
+export type WebhookCommand =
+  | ({ type: 'CreateWebhook'; webhookId: string; sealedSecret: string; now: string } & WebhookSettings)
+  | { type: 'UpdateWebhook'; changes: Partial<WebhookSettings>; status?: WebhookStatus }
+  | { type: 'DeleteWebhook' }
+  | { type: 'RotateSigningSecret'; sealedSecret: string }
+  | { type: 'RequestPing' }
+  | { type: 'RequestRedelivery'; deliveryId: string }
+  // From the delivery worker. Each is idempotent per delivery id: a worker that crashed after
+  // recording one and re-runs the attempt records nothing twice.
+  | { type: 'RecordDeliveryExhausted'; deliveryId: string }
+  | { type: 'RecordDeliverySucceeded'; deliveryId: string }
+  | { type: 'RecordTargetGone'; deliveryId: string };
+
+export type WebhookState =
+  | { status: 'absent' }
+  | { status: 'deleted' }
+  | {
+      status: WebhookStatus;
+      webhookId: string;
+      url: string;
+      events: string[];
+      description: string | null;
+      maxFailures: number;
+      failureCount: number;
+      /** Deliveries counted in failureCount (reset with it), so counting one twice is impossible. */
+      exhaustedDeliveryIds: string[];
+    };
+
+const notFound = () => new DomainError(404, 'NOT_FOUND', 'Webhook subscription was not found.');
+const inactive = () => new DomainError(400, 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
+
+export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState> = {
+  initialState: () => ({ status: 'absent' }),
+  evolve: (state, event) => {
+    if (event.type === 'WebhookSubscriptionCreated') {
+      const { webhookId, url, events, description, maxFailures } = event.data;
+      return { status: 'active', webhookId, url, events, description, maxFailures, failureCount: 0, exhaustedDeliveryIds: [] };
+    }
+    if (state.status === 'absent' || state.status === 'deleted') return state;
+    switch (event.type) {
+      case 'WebhookSubscriptionUpdated':
+        return { ...state, ...event.data.changes };
+      case 'WebhookSubscriptionDeactivated':
+        return { ...state, status: 'inactive' };
+      case 'WebhookSubscriptionActivated':
+        return { ...state, status: 'active', failureCount: 0, exhaustedDeliveryIds: [] };
+      case 'WebhookSubscriptionDeleted':
+        return { status: 'deleted' };
+      case 'WebhookDeliveryExhausted':
+        return { ...state, failureCount: event.data.failureCount, exhaustedDeliveryIds: [...state.exhaustedDeliveryIds, event.data.deliveryId] };
+      case 'WebhookFailureCountReset':
+        return { ...state, failureCount: 0, exhaustedDeliveryIds: [] };
+      default:
+        return state;
+    }
+  },
+  decide: (command, state) => {
+    if (command.type === 'CreateWebhook') {
+      if (state.status !== 'absent') throw new DomainError(409, 'CONFLICT', 'The webhook subscription already exists.');
+      const { type: _type, now, ...data } = command;
+      return [{ type: 'WebhookSubscriptionCreated', data: { ...data, createdAt: now } }];
+    }
+    if (state.status === 'absent' || state.status === 'deleted') {
+      // The worker may finish an attempt after the subscription was deleted: nothing left to record.
+      if (command.type === 'RecordDeliveryExhausted' || command.type === 'RecordDeliverySucceeded' || command.type === 'RecordTargetGone') return [];
+      throw notFound();
+    }
+    const { webhookId } = state;
+    switch (command.type) {
+      case 'UpdateWebhook': {
+        const changes = changedSettings(state, command.changes);
+        const events: WebhookEvent[] = Object.keys(changes).length > 0 ? [{ type: 'WebhookSubscriptionUpdated', data: { webhookId, changes } }] : [];
+        if (command.status === 'active' && state.status === 'inactive') events.push({ type: 'WebhookSubscriptionActivated', data: { webhookId } });
+        if (command.status === 'inactive' && state.status === 'active') {
+          events.push({ type: 'WebhookSubscriptionDeactivated', data: { webhookId, reason: 'manual', deliveryId: null } });
+        }
+        return events;
+      }
+      case 'DeleteWebhook':
+        return [{ type: 'WebhookSubscriptionDeleted', data: { webhookId } }];
+      case 'RotateSigningSecret':
+        return [{ type: 'WebhookSigningSecretRotated', data: { webhookId, sealedSecret: command.sealedSecret } }];
+      case 'RequestPing':
+        if (state.status !== 'active') throw inactive();
+        return [{ type: 'WebhookPingRequested', data: { webhookId } }];
+      case 'RequestRedelivery':
+        if (state.status !== 'active') throw inactive();
+        return [{ type: 'WebhookRedeliveryRequested', data: { webhookId, deliveryId: command.deliveryId } }];
+      case 'RecordDeliveryExhausted': {
+        if (state.exhaustedDeliveryIds.includes(command.deliveryId)) return [];
+        const failureCount = state.failureCount + 1;
+        const events: WebhookEvent[] = [{ type: 'WebhookDeliveryExhausted', data: { webhookId, deliveryId: command.deliveryId, failureCount } }];
+        if (state.status === 'active' && failureCount >= state.maxFailures) {
+          events.push({ type: 'WebhookSubscriptionDeactivated', data: { webhookId, reason: 'failure_threshold', deliveryId: command.deliveryId } });
+        }
+        return events;
+      }
+      case 'RecordDeliverySucceeded':
+        return state.failureCount === 0 ? [] : [{ type: 'WebhookFailureCountReset', data: { webhookId, deliveryId: command.deliveryId } }];
+      case 'RecordTargetGone':
+        return state.status === 'active' ? [{ type: 'WebhookSubscriptionDeactivated', data: { webhookId, reason: 'gone', deliveryId: command.deliveryId } }] : [];
+    }
+  },
+};
+
+function changedSettings(current: WebhookSettings, requested: Partial<WebhookSettings>): Partial<WebhookSettings> {
+  const changes: Partial<WebhookSettings> = {};
+  if (requested.url !== undefined && requested.url !== current.url) changes.url = requested.url;
+  if (requested.events !== undefined && requested.events.join('\n') !== current.events.join('\n')) changes.events = requested.events;
+  if (requested.description !== undefined && requested.description !== current.description) changes.description = requested.description;
+  if (requested.maxFailures !== undefined && requested.maxFailures !== current.maxFailures) changes.maxFailures = requested.maxFailures;
+  return changes;
+}
+
+export const webhookStream = (employerId: string, webhookId: string) => tenantStream(employerId, 'webhook', webhookId);

@@ -1,0 +1,94 @@
+// The webhooks capability's graphile-worker tasks:
+// - fan-out: one committed domain event (from the job dispatcher) -> one delivery per subscription;
+// - deliver: one attempt of one delivery, then its log entry and, on failure, the next attempt's job;
+// - recover: re-runs attempts whose worker process died (src/webhooks/worker-lease.ts).
+import type { Task, TaskList } from 'graphile-worker';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { attemptDelivery } from './attempt.ts';
+import { recordDeliveryOutcome } from './commands.ts';
+import { cancelIfSubscriptionStopped, claimAttempt, DELIVER_TASK, deliverJobPayload, enqueueEventDeliveries, finishAttempt } from './deliveries.ts';
+import type { WebhookEventMappings } from './event-types.ts';
+import { retryDelayMs } from './retry-schedule.ts';
+import type { WebhookRuntime } from './runtime.ts';
+import { RECOVER_TASK, RECOVERY_INTERVAL_MS, recoverInterruptedAttempts } from './worker-lease.ts';
+
+export const FAN_OUT_TASK = 'webhook_fan_out';
+
+/** The part of the dispatcher's EventJobPayload (src/worker/dispatcher.ts) fan-out reads. */
+const eventJobPayload = z.object({ eventId: z.uuid(), type: z.string(), streamName: z.string() });
+
+export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings: WebhookEventMappings): TaskList {
+  const fanOut: Task = async (payload) => {
+    const job = eventJobPayload.parse(payload);
+    const mapping = mappings[job.type];
+    if (!mapping) return;
+    const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);
+    if (!event) throw new Error(`event ${job.eventId} is not in stream ${job.streamName}`);
+    // Webhooks go only to the tenant that owns the event.
+    const employerId = event.metadata.tenantId;
+    if (employerId === null) return;
+    await enqueueEventDeliveries(ctx.db.slonik, {
+      employerId,
+      eventId: event.eventId,
+      webhookEvent: mapping.webhookEvent,
+      timestamp: event.metadata.occurredAt,
+      data: mapping.data(event),
+      onlyWebhookId: mapping.onlyWebhookId?.(event) ?? null,
+    });
+  };
+
+  const deliver: Task = (payload, helpers) =>
+    runtime.track(async () => {
+      const { deliveryId, attempt } = deliverJobPayload.parse(payload);
+      const lease = (await runtime.workerLease()).key();
+      const claimed = await claimAttempt(ctx.db.slonik, { deliveryId, attempt, lease, worker: helpers.job.locked_by });
+      if (!claimed) return cancelIfSubscriptionStopped(ctx.db.slonik, deliveryId);
+
+      const { requestedAt, result } = await attemptDelivery(
+        { dispatcher: runtime.dispatcher, encryptionKey: ctx.encryptionKey },
+        {
+          deliveryId,
+          employerId: claimed.employer_id,
+          webhookId: claimed.webhook_id,
+          eventType: claimed.event_type,
+          timestamp: claimed.event_timestamp,
+          data: claimed.data,
+          url: claimed.url,
+          sealedSecret: claimed.sealed_secret,
+        },
+      );
+      const delayMs = result.ok || result.gone
+        ? null
+        : retryDelayMs(attempt - claimed.series_start, { baseMs: ctx.config.WEBHOOK_RETRY_BASE_MS, retryAfterMs: result.retryAfterMs });
+
+      // The subscription's part first, then the log entry that ends the attempt: each outcome is
+      // recorded at most once per delivery, so if this process dies in between and the attempt runs
+      // again, nothing is counted twice.
+      const delivery = { employerId: claimed.employer_id, webhookId: claimed.webhook_id, deliveryId };
+      if (result.ok && claimed.failure_count > 0) await recordDeliveryOutcome(ctx, 'succeeded', delivery);
+      else if (result.gone) await recordDeliveryOutcome(ctx, 'gone', delivery);
+      else if (!result.ok && delayMs === null) await recordDeliveryOutcome(ctx, 'exhausted', delivery);
+
+      await finishAttempt(ctx.db.slonik, {
+        deliveryId,
+        attempt,
+        lease,
+        requestedAt,
+        result,
+        nextRetryAt: delayMs === null ? null : new Date(Date.now() + delayMs),
+      });
+    });
+
+  const recover: Task = async (_payload, helpers) => {
+    await runtime.workerLease();
+    const recovered = await recoverInterruptedAttempts(ctx.db.slonik);
+    if (recovered > 0) ctx.logger.warn({ recovered }, 'webhook attempts of a stopped worker process will run again');
+    await helpers.addJob(RECOVER_TASK, {}, { jobKey: RECOVER_TASK, runAt: new Date(Date.now() + RECOVERY_INTERVAL_MS) });
+  };
+
+  // Start the lease with the worker, not with its first job, so recovery runs at start-up.
+  void runtime.workerLease().catch((error) => ctx.logger.error({ err: error }, 'webhook worker lease not acquired'));
+
+  return { [FAN_OUT_TASK]: fanOut, [DELIVER_TASK]: deliver, [RECOVER_TASK]: recover };
+}
