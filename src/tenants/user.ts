@@ -4,6 +4,9 @@ import { DomainError, type Decider, type DomainEvent } from '../event-store/deci
 import { tenantStream } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 
+/** One SCIM e-mail of a user (RFC 7643 `emails`); `email` above is the one the user signs in with. */
+export type UserEmail = { value: string; type?: string; primary?: boolean };
+
 export type UserProfile = {
   email: string;
   userName: string;
@@ -11,6 +14,8 @@ export type UserProfile = {
   familyName: string | null;
   displayName: string | null;
   externalId: string | null;
+  /** Set by SCIM; absent for users from the CLI or SAML, who have their sign-in e-mail only. */
+  emails?: UserEmail[];
 };
 
 export type UserSource = 'cli' | 'saml' | 'scim';
@@ -58,7 +63,7 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     switch (command.type) {
       case 'UpdateUserProfile': {
         const changes = Object.fromEntries(
-          Object.entries(command.changes).filter(([key, value]) => value !== undefined && state.profile[key as keyof UserProfile] !== value),
+          Object.entries(command.changes).filter(([key, value]) => value !== undefined && !sameValue(state.profile[key as keyof UserProfile], value)),
         ) as Partial<UserProfile>;
         return Object.keys(changes).length === 0 ? [] : [{ type: 'UserProfileUpdated', data: { userId: state.userId, changes } }];
       }
@@ -71,5 +76,21 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     }
   },
 };
+
+/** Profile values are strings, null or (emails) small arrays of objects, whose key order jsonb does not keep. */
+function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || JSON.stringify(canonicalJson(a)) === JSON.stringify(canonicalJson(b));
+}
+
+function canonicalJson(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonicalJson);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, entry]) => entry !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, entry]) => [key, canonicalJson(entry)]),
+  );
+}
 
 export const userStream = (employerId: string, userId: string) => tenantStream(employerId, 'user', userId);

@@ -1,0 +1,172 @@
+// SCIM writes: users through the tenants capability's user aggregate, groups through the group
+// aggregate. Every command names the employer of the SCIM token, and every stream it touches is that
+// employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../app-context.ts';
+import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
+import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { endUserSessions } from '../identity/commands.ts';
+import { registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
+import type { UserProfile } from '../tenants/user.ts';
+import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
+import { ScimError } from './errors.ts';
+import { groupDecider, groupStream, type GroupCommand } from './group.ts';
+import { isUserNameTaken, unknownUserIds, type ScimUserRow } from './queries.ts';
+
+/** Who is calling: the employer and id of the SCIM token that authenticated the request. */
+export type ScimCaller = { employerId: string; tokenId: string };
+
+function contextOf(caller: ScimCaller): CommandContext {
+  return { tenantId: caller.employerId, actor: { type: 'scimToken', id: caller.tokenId } };
+}
+
+/** POST /Users: a PATIENT user of the caller's employer. Returns the new user's id. */
+export async function provisionScimUser(ctx: AppContext, caller: ScimCaller, doc: ScimUserDoc): Promise<string> {
+  await assertUserNameFree(ctx, caller.employerId, doc.userName, null);
+  const { userId } = await withScimErrors(() =>
+    registerUser(ctx.commands, contextOf(caller), {
+      employerId: caller.employerId,
+      role: 'PATIENT',
+      profile: profileOf(doc),
+      active: doc.active,
+      source: 'scim',
+    }),
+  );
+  return userId;
+}
+
+/**
+ * PUT, or PATCH once applied: brings the user to `doc`. Deactivation (active false) also revokes the
+ * API keys the user created and ends the user's sessions.
+ */
+export async function updateScimUser(ctx: AppContext, caller: ScimCaller, current: ScimUserRow, doc: ScimUserDoc): Promise<void> {
+  const context = contextOf(caller);
+  if (doc.userName.toLowerCase() !== current.user_name.toLowerCase()) await assertUserNameFree(ctx, caller.employerId, doc.userName, current.id);
+  const profile = profileOf(doc);
+  const currentProfile: UserProfile = {
+    email: current.email,
+    userName: current.user_name,
+    givenName: current.given_name,
+    familyName: current.family_name,
+    displayName: current.display_name,
+    externalId: current.external_id,
+    emails: current.emails,
+  };
+  await withScimErrors(() => updateUserProfile(ctx.commands, context, caller.employerId, current.id, currentProfile, profile));
+  if (doc.active && !current.active) await withScimErrors(() => setUserActive(ctx.commands, context, caller.employerId, current.id, true));
+  if (!doc.active) await deactivate(ctx, caller, current.id, false);
+}
+
+/** DELETE /Users/{id}: deactivated and hidden from SCIM (404 from now on), but kept. */
+export async function deleteScimUser(ctx: AppContext, caller: ScimCaller, userId: string): Promise<void> {
+  await deactivate(ctx, caller, userId, true);
+}
+
+async function deactivate(ctx: AppContext, caller: ScimCaller, userId: string, scimDelete: boolean) {
+  const context = contextOf(caller);
+  await withScimErrors(() => setUserActive(ctx.commands, context, caller.employerId, userId, false, scimDelete));
+  // Also when the user was already inactive: a key or session left over by a failed earlier attempt goes now.
+  await revokeKeysCreatedBy(ctx, caller.employerId, userId, context);
+  await endUserSessions(ctx, caller.employerId, userId, context);
+}
+
+/** POST /Groups. Returns the new group's id. */
+export async function createScimGroup(ctx: AppContext, caller: ScimCaller, doc: ScimGroupDoc): Promise<string> {
+  const groupId = randomUUID();
+  const members = doc.members.map((member) => member.value);
+  await assertMembersOfEmployer(ctx, caller.employerId, members);
+  await runGroupCommand(ctx, caller, groupId, {
+    type: 'CreateGroup',
+    groupId,
+    employerId: caller.employerId,
+    displayName: doc.displayName,
+    externalId: doc.externalId ?? null,
+    members,
+  });
+  return groupId;
+}
+
+/** PUT, or PATCH once applied: brings the group from `before` to `after` by member deltas. */
+export async function updateScimGroup(ctx: AppContext, caller: ScimCaller, groupId: string, before: ScimGroupDoc, after: ScimGroupDoc): Promise<void> {
+  const previous = new Set(before.members.map((member) => member.value));
+  const next = new Set(after.members.map((member) => member.value));
+  const addMembers = [...next].filter((id) => !previous.has(id));
+  await assertMembersOfEmployer(ctx, caller.employerId, addMembers);
+  await runGroupCommand(ctx, caller, groupId, {
+    type: 'ChangeGroup',
+    displayName: after.displayName,
+    externalId: after.externalId ?? null,
+    addMembers,
+    removeMembers: [...previous].filter((id) => !next.has(id)),
+  });
+}
+
+export async function deleteScimGroup(ctx: AppContext, caller: ScimCaller, groupId: string): Promise<void> {
+  await runGroupCommand(ctx, caller, groupId, { type: 'DeleteGroup' });
+}
+
+async function runGroupCommand(ctx: AppContext, caller: ScimCaller, groupId: string, command: GroupCommand) {
+  await withScimErrors(() =>
+    handleCommand(ctx.commands, { streamName: groupStream(caller.employerId, groupId), decider: groupDecider, command, context: contextOf(caller) }),
+  );
+}
+
+async function assertMembersOfEmployer(ctx: AppContext, employerId: string, userIds: string[]) {
+  const unknown = await unknownUserIds(ctx.db.slonik, employerId, userIds);
+  if (unknown.length > 0) {
+    throw new ScimError(400, 'invalidValue', `Members must be users of this employer; unknown: ${unknown.slice(0, 10).join(', ')}.`);
+  }
+}
+
+/**
+ * userName is unique within the employer. Checked on the read model: two requests racing with the
+ * same userName and different e-mails could both pass (the e-mail, unique everywhere, is enforced
+ * by its reservation stream).
+ */
+async function assertUserNameFree(ctx: AppContext, employerId: string, userName: string, exceptUserId: string | null) {
+  if (await isUserNameTaken(ctx.db.slonik, employerId, userName, exceptUserId)) {
+    throw new ScimError(409, 'uniqueness', 'A user with this userName already exists.');
+  }
+}
+
+const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/;
+
+/**
+ * The user's sign-in e-mail: the work address, else the primary, else the first; a userName that is
+ * an e-mail address (Okta's default) when no e-mail is sent.
+ */
+export function signInEmailOf(doc: ScimUserDoc): string {
+  const chosen =
+    doc.emails.find((email) => email.type?.toLowerCase() === 'work') ?? doc.emails.find((email) => email.primary) ?? doc.emails[0];
+  const email = chosen?.value ?? (EMAIL_SHAPE.test(doc.userName) ? doc.userName : null);
+  if (!email) throw new ScimError(400, 'invalidValue', 'The user needs an e-mail address: send emails, or a userName that is an e-mail address.');
+  if (!EMAIL_SHAPE.test(email)) throw new ScimError(400, 'invalidValue', `"${email}" is not an e-mail address.`);
+  return email;
+}
+
+function profileOf(doc: ScimUserDoc): UserProfile {
+  return {
+    email: signInEmailOf(doc),
+    userName: doc.userName,
+    givenName: doc.name?.givenName ?? null,
+    familyName: doc.name?.familyName ?? null,
+    displayName: doc.displayName ?? null,
+    externalId: doc.externalId ?? null,
+    emails: doc.emails.map((email) => ({ ...email })),
+  };
+}
+
+/** The tenants capability's domain errors in SCIM terms (RFC 7644 section 3.12). */
+async function withScimErrors<T>(action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof DomainError) {
+      if (error.code === 'EMAIL_TAKEN') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in this employer.');
+      if (error.code === 'EMAIL_TAKEN_ELSEWHERE') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in another employer.');
+      if (error.status === 404) throw new ScimError(404, null, 'The resource was not found.');
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,380 @@
+// SCIM 2.0 under /api/scim/v2 (RFC 7643/7644, SPEC 4.6): discovery documents, Users and Groups.
+// Every request passes the rate limit and then the employer's bearer token (an onRequest hook of this
+// plugin, before the body is even read), and every answer is application/scim+json, errors included.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { DomainError } from '../event-store/decider.ts';
+import type { ErrorShape, ServiceError } from '../http/errors.ts';
+import { defineRoute, type RouteDefinition } from '../http/route.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { findEmployerByScimToken } from '../sso/scim-token.ts';
+import { parseScimGroup, parseScimUser, selectAttributes } from './attributes.ts';
+import {
+  createScimGroup,
+  deleteScimGroup,
+  deleteScimUser,
+  provisionScimUser,
+  updateScimGroup,
+  updateScimUser,
+  type ScimCaller,
+} from './commands.ts';
+import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse, SCIM_MAX_RESULTS } from './discovery.ts';
+import { ScimError, toScimErrorBody, type ScimErrorType } from './errors.ts';
+import { applyGroupPatch, applyUserPatch } from './patch.ts';
+import {
+  etagOf,
+  findScimGroup,
+  findScimUser,
+  groupMembers,
+  listScimGroups,
+  listScimUsers,
+  scimGroupDoc,
+  scimGroupResource,
+  scimUserDoc,
+  scimUserResource,
+  type ScimGroupRow,
+} from './queries.ts';
+import type { ScimRateLimiter } from './rate-limit.ts';
+
+export const SCIM_PATH = '/api/scim/v2';
+export const SCIM_CONTENT_TYPE = 'application/scim+json';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the SCIM plugin's authentication hook. */
+    scimCaller?: ScimCaller;
+  }
+}
+
+/** Error codes of the service's own errors that have a SCIM type (RFC 7644 table 9). */
+const SCIM_TYPES_BY_CODE: Record<string, ScimErrorType> = {
+  VALIDATION_ERROR: 'invalidValue',
+  MALFORMED_JSON: 'invalidSyntax',
+  EMAIL_TAKEN: 'uniqueness',
+  EMAIL_TAKEN_ELSEWHERE: 'uniqueness',
+};
+
+const scimErrorShape: ErrorShape = (error: ServiceError) => {
+  const scimType = (error.details.scimType as ScimErrorType | undefined) ?? SCIM_TYPES_BY_CODE[error.code] ?? null;
+  return { contentType: SCIM_CONTENT_TYPE, body: toScimErrorBody(new ScimError(error.status, scimType, error.message)) };
+};
+
+/** A ScimError from the SCIM modules as the DomainError the service's error handler knows. */
+function asServiceError(error: unknown): unknown {
+  if (!(error instanceof ScimError)) return error;
+  return new DomainError(error.status, error.scimType ? `SCIM_${error.scimType}` : 'SCIM_ERROR', error.message, error.scimType ? { scimType: error.scimType } : {});
+}
+
+const listQuery = z.object({
+  filter: z
+    .string()
+    .optional()
+    .transform((filter) => (filter?.trim() ? filter : undefined)),
+  startIndex: z.coerce.number().int().default(1),
+  count: z.coerce.number().int().default(SCIM_MAX_RESULTS),
+  attributes: z.string().optional(),
+  excludedAttributes: z.string().optional(),
+});
+const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
+const userParams = z.object({ userId: z.string().min(1) });
+const groupParams = z.object({ groupId: z.string().min(1) });
+
+export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
+  return async (fastify, { ctx }) => {
+    // Okta's test suite posts plain JSON; RFC 7644 clients send application/scim+json.
+    fastify.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    fastify.addHook('onRequest', async (request, reply) => {
+      request.scimCaller = await authenticateScim(ctx, limiter, request, reply);
+    });
+
+    const baseUrl = `${ctx.config.PUBLIC_BASE_URL}${SCIM_PATH}`;
+    const route = <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined>(
+      definition: Omit<RouteDefinition<Body, Params, Query, { public: true }>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, { public: true }>['responses'] },
+    ) =>
+      defineRoute(fastify, ctx, {
+        ...definition,
+        url: `${SCIM_PATH}${definition.url}`,
+        tags: ['SCIM'],
+        auth: { public: true },
+        errorShape: scimErrorShape,
+        responses: definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } },
+        handler: async (input) => {
+          try {
+            return await definition.handler(input);
+          } catch (error) {
+            throw asServiceError(error);
+          }
+        },
+      });
+    const callerOf = (request: FastifyRequest): ScimCaller => request.scimCaller!;
+
+    route({
+      method: 'GET',
+      url: '/ServiceProviderConfig',
+      summary: 'What this SCIM service supports (patch, filter with maxResults, etag; no bulk, sort or password change)',
+      handler: async ({ reply }) => send(reply, 200, buildServiceProviderConfig(baseUrl)),
+    });
+    route({
+      method: 'GET',
+      url: '/ResourceTypes',
+      summary: 'The User and Group resource types',
+      handler: async ({ reply }) => send(reply, 200, scimListResponse(buildResourceTypes(baseUrl))),
+    });
+    route({
+      method: 'GET',
+      url: '/ResourceTypes/:id',
+      summary: 'One resource type',
+      params: z.object({ id: z.string() }),
+      handler: async ({ params, reply }) => send(reply, 200, findDocument(buildResourceTypes(baseUrl), params.id, 'resource type')),
+    });
+    route({
+      method: 'GET',
+      url: '/Schemas',
+      summary: 'The User and Group schemas (read by Entra ID when its provisioning settings are saved)',
+      handler: async ({ reply }) => send(reply, 200, scimListResponse(buildSchemas(baseUrl))),
+    });
+    route({
+      method: 'GET',
+      url: '/Schemas/:id',
+      summary: 'One schema, by its URN',
+      params: z.object({ id: z.string() }),
+      handler: async ({ params, reply }) => send(reply, 200, findDocument(buildSchemas(baseUrl), params.id, 'schema')),
+    });
+
+    // Users
+    const userResponse = async (reply: FastifyReply, status: number, caller: ScimCaller, userId: string, selection: z.infer<typeof selectionQuery>) => {
+      const row = await findScimUser(ctx.db.slonik, caller.employerId, userId);
+      if (!row) throw notFound('User', userId);
+      reply.header('etag', etagOf(row.version));
+      if (status === 201) reply.header('location', `${baseUrl}/Users/${row.id}`);
+      return send(reply, status, selectAttributes(scimUserResource(row, baseUrl), selection));
+    };
+    const currentUser = async (request: FastifyRequest, userId: string) => {
+      const row = await findScimUser(ctx.db.slonik, callerOf(request).employerId, userId);
+      if (!row) throw notFound('User', userId);
+      assertIfMatch(request, row.version);
+      return row;
+    };
+
+    route({
+      method: 'GET',
+      url: '/Users',
+      summary: 'List users of the employer, with filter, startIndex/count paging and attribute selection',
+      querystring: listQuery,
+      handler: async ({ query, request, reply }) => {
+        const page = await listScimUsers(ctx.db.slonik, callerOf(request).employerId, query);
+        const resources = page.rows.map((row) => selectAttributes(scimUserResource(row, baseUrl), query));
+        return send(reply, 200, scimListResponse(resources, page));
+      },
+    });
+    route({
+      method: 'POST',
+      url: '/Users',
+      summary: 'Provision a PATIENT user (e-mail unique across employers, userName unique in the employer)',
+      querystring: selectionQuery,
+      responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },
+      handler: async ({ query, request, reply }) => {
+        const caller = callerOf(request);
+        const userId = await provisionScimUser(ctx, caller, parseScimUser(request.body));
+        return userResponse(reply, 201, caller, userId, query);
+      },
+    });
+    route({
+      method: 'GET',
+      url: '/Users/:userId',
+      summary: 'One user (deactivated users too; users deleted through SCIM are 404)',
+      params: userParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => userResponse(reply, 200, callerOf(request), params.userId, query),
+    });
+    route({
+      method: 'PUT',
+      url: '/Users/:userId',
+      summary: 'Replace a user (Okta); active false deactivates',
+      params: userParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => {
+        const current = await currentUser(request, params.userId);
+        await updateScimUser(ctx, callerOf(request), current, parseScimUser(request.body));
+        return userResponse(reply, 200, callerOf(request), params.userId, query);
+      },
+    });
+    route({
+      method: 'PATCH',
+      url: '/Users/:userId',
+      summary: "Patch a user in Okta's or Entra ID's dialect; active false deactivates",
+      params: userParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => {
+        const current = await currentUser(request, params.userId);
+        await updateScimUser(ctx, callerOf(request), current, applyUserPatch(scimUserDoc(current), request.body));
+        return userResponse(reply, 200, callerOf(request), params.userId, query);
+      },
+    });
+    route({
+      method: 'DELETE',
+      url: '/Users/:userId',
+      summary: 'Deactivate the user and hide it from SCIM; revokes its API keys and ends its sessions',
+      params: userParams,
+      responses: { 204: { description: 'Deleted' } },
+      handler: async ({ params, request, reply }) => {
+        await currentUser(request, params.userId);
+        await deleteScimUser(ctx, callerOf(request), params.userId);
+        return reply.status(204).send();
+      },
+    });
+
+    // Groups
+    const wantsMembers = (selection: z.infer<typeof selectionQuery>) => 'members' in selectAttributes({ members: [] }, selection);
+    const groupResources = async (caller: ScimCaller, rows: ScimGroupRow[], selection: z.infer<typeof selectionQuery>) => {
+      const members = wantsMembers(selection) ? await groupMembers(ctx.db.slonik, caller.employerId, rows.map((row) => row.id)) : null;
+      return rows.map((row) => selectAttributes(scimGroupResource(row, members?.get(row.id) ?? null, baseUrl), selection));
+    };
+    const groupResponse = async (reply: FastifyReply, status: number, caller: ScimCaller, groupId: string, selection: z.infer<typeof selectionQuery>) => {
+      const row = await findScimGroup(ctx.db.slonik, caller.employerId, groupId);
+      if (!row) throw notFound('Group', groupId);
+      reply.header('etag', etagOf(row.version));
+      if (status === 201) reply.header('location', `${baseUrl}/Groups/${row.id}`);
+      const [resource] = await groupResources(caller, [row], selection);
+      return send(reply, status, resource);
+    };
+    const currentGroup = async (request: FastifyRequest, groupId: string) => {
+      const caller = callerOf(request);
+      const row = await findScimGroup(ctx.db.slonik, caller.employerId, groupId);
+      if (!row) throw notFound('Group', groupId);
+      assertIfMatch(request, row.version);
+      const members = (await groupMembers(ctx.db.slonik, caller.employerId, [row.id])).get(row.id) ?? [];
+      return scimGroupDoc(row, members);
+    };
+
+    route({
+      method: 'GET',
+      url: '/Groups',
+      summary: 'List groups of the employer (Entra ID asks with excludedAttributes=members)',
+      querystring: listQuery,
+      handler: async ({ query, request, reply }) => {
+        const caller = callerOf(request);
+        const page = await listScimGroups(ctx.db.slonik, caller.employerId, query);
+        return send(reply, 200, scimListResponse(await groupResources(caller, page.rows, query), page));
+      },
+    });
+    route({
+      method: 'POST',
+      url: '/Groups',
+      summary: 'Create a group; every member must be a user of the employer',
+      querystring: selectionQuery,
+      responses: { 201: { description: 'The created group', contentType: SCIM_CONTENT_TYPE } },
+      handler: async ({ query, request, reply }) => {
+        const caller = callerOf(request);
+        const groupId = await createScimGroup(ctx, caller, parseScimGroup(request.body));
+        return groupResponse(reply, 201, caller, groupId, query);
+      },
+    });
+    route({
+      method: 'GET',
+      url: '/Groups/:groupId',
+      summary: 'One group with its members',
+      params: groupParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => groupResponse(reply, 200, callerOf(request), params.groupId, query),
+    });
+    route({
+      method: 'PUT',
+      url: '/Groups/:groupId',
+      summary: 'Replace a group: name, externalId and the complete member list',
+      params: groupParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => {
+        const before = await currentGroup(request, params.groupId);
+        await updateScimGroup(ctx, callerOf(request), params.groupId, before, parseScimGroup(request.body));
+        return groupResponse(reply, 200, callerOf(request), params.groupId, query);
+      },
+    });
+    route({
+      method: 'PATCH',
+      url: '/Groups/:groupId',
+      summary: 'Patch a group: rename, externalId, add/remove/replace members (Okta and Entra ID dialects)',
+      params: groupParams,
+      querystring: selectionQuery,
+      handler: async ({ params, query, request, reply }) => {
+        const before = await currentGroup(request, params.groupId);
+        const { doc } = applyGroupPatch(before, request.body);
+        await updateScimGroup(ctx, callerOf(request), params.groupId, before, doc);
+        return groupResponse(reply, 200, callerOf(request), params.groupId, query);
+      },
+    });
+    route({
+      method: 'DELETE',
+      url: '/Groups/:groupId',
+      summary: 'Delete the group and its memberships',
+      params: groupParams,
+      responses: { 204: { description: 'Deleted' } },
+      handler: async ({ params, request, reply }) => {
+        await currentGroup(request, params.groupId);
+        await deleteScimGroup(ctx, callerOf(request), params.groupId);
+        return reply.status(204).send();
+      },
+    });
+
+    // Anything else under the SCIM base answers in the SCIM envelope too (after authentication).
+    fastify.route({
+      method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: `${SCIM_PATH}/*`,
+      config: { auth: { public: true }, errorShape: scimErrorShape },
+      schema: { hide: true },
+      handler: async (request) => {
+        throw new DomainError(404, 'NOT_FOUND', `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}.`);
+      },
+    });
+  };
+}
+
+/** Rate limit first (no database work for a flood), then the bearer token of one employer. */
+async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<ScimCaller> {
+  const token = bearerTokenOf(request);
+  const verdict = limiter.admit(request.ip, token);
+  if (!verdict.allowed) {
+    reply.header('retry-after', String(verdict.retryAfterSeconds));
+    throw new DomainError(429, 'RATE_LIMITED', `Too many SCIM requests; retry in ${verdict.retryAfterSeconds} s.`);
+  }
+  const caller = token === null ? null : await findEmployerByScimToken(ctx, token);
+  if (!caller) {
+    limiter.recordFailedAuthentication(request.ip);
+    reply.header('www-authenticate', 'Bearer realm="scim"');
+    throw new DomainError(
+      401,
+      'INVALID_SCIM_TOKEN',
+      token === null ? 'A SCIM bearer token is required: Authorization: Bearer <token>.' : 'The SCIM bearer token is invalid or no longer valid.',
+    );
+  }
+  return caller;
+}
+
+function bearerTokenOf(request: FastifyRequest): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return match?.[1] ?? null;
+}
+
+function send(reply: FastifyReply, status: number, body: unknown) {
+  return reply.status(status).type(SCIM_CONTENT_TYPE).send(body);
+}
+
+/** If-Match (RFC 7644 section 3.14): a write applies only to the version the client last saw. */
+function assertIfMatch(request: FastifyRequest, version: number) {
+  const header = request.headers['if-match'];
+  if (header === undefined || header.trim() === '*') return;
+  const current = etagOf(version).slice(2);
+  const matches = header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === current);
+  if (!matches) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
+}
+
+function findDocument<T extends { id: string }>(documents: T[], id: string, what: string): T {
+  const document = documents.find((candidate) => candidate.id.toLowerCase() === id.toLowerCase());
+  if (!document) throw new ScimError(404, null, `No ${what} ${id}.`);
+  return document;
+}
+
+function notFound(resourceType: 'User' | 'Group', id: string): ScimError {
+  return new ScimError(404, null, `${resourceType} ${id} not found.`);
+}

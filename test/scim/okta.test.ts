@@ -1,0 +1,140 @@
+// The requests Okta sends when it provisions users and pushes groups (its SCIM 2.0 test suite and
+// "Push Groups"): look up by userName, create, read, update with PUT, deactivate with a path-less
+// PATCH; create a group, rename it with a value carrying the read-only id, add and remove members.
+// Okta sends Content-Type: application/json.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../support/service.ts';
+import { filterPath, GROUP_SCHEMA, PATCH_OP, scimTenant, USER_SCHEMA, type ScimClient } from './scim-client.ts';
+
+describe('Okta provisioning sequence', () => {
+  let service: TestService;
+  let scim: ScimClient;
+  beforeAll(async () => {
+    service = await startTestService();
+    ({ scim } = await scimTenant(service, 'application/json'));
+  });
+  afterAll(async () => service?.stop());
+
+  const oktaUser = (login: string, givenName: string) => ({
+    schemas: [USER_SCHEMA],
+    userName: login,
+    name: { givenName, familyName: 'Okta' },
+    emails: [{ primary: true, value: login, type: 'work' }],
+    displayName: `${givenName} Okta`,
+    locale: 'en-US',
+    externalId: `00u${randomUUID().replaceAll('-', '').slice(0, 17)}`,
+    groups: [],
+    password: 'not-kept-1!A',
+    active: true,
+  });
+
+  it('looks a user up, creates, reads, updates with PUT and deactivates with PATCH', async () => {
+    const login = `okta.${randomUUID()}@example.test`;
+    const lookup = await scim.request('GET', filterPath('Users', `userName eq "${login}"`, '&startIndex=1&count=100'));
+    expect(lookup.status).toBe(200);
+    expect(lookup.headers.get('content-type')).toMatch(/^application\/scim\+json/);
+    expect(lookup.body).toEqual({ schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: 0, itemsPerPage: 0, startIndex: 1, Resources: [] });
+
+    const created = await scim.request('POST', '/Users', oktaUser(login, 'Ada'));
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    expect(created.headers.get('location')).toBe(`${service.url}/api/scim/v2/Users/${id}`);
+    expect(created.headers.get('etag')).toBe(created.body.meta.version);
+    expect(created.body).toMatchObject({
+      schemas: [USER_SCHEMA],
+      userName: login,
+      active: true,
+      name: { givenName: 'Ada', familyName: 'Okta' },
+      emails: [{ value: login, type: 'work', primary: true }],
+      meta: { resourceType: 'User', location: `${service.url}/api/scim/v2/Users/${id}`, created: expect.any(String), lastModified: expect.any(String) },
+    });
+    expect(created.body).not.toHaveProperty('password');
+
+    const read = await scim.request('GET', `/Users/${id}`);
+    expect(read.status).toBe(200);
+    expect(read.body.id).toBe(id);
+    // userName comparison is case-insensitive
+    const found = await scim.request('GET', filterPath('Users', `userName eq "${login.toUpperCase()}"`));
+    expect(found.body.totalResults).toBe(1);
+    expect(found.body.Resources[0].id).toBe(id);
+
+    const duplicate = await scim.request('POST', '/Users', oktaUser(login, 'Ada'));
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '409', scimType: 'uniqueness' });
+
+    const replaced = await scim.request('PUT', `/Users/${id}`, { ...oktaUser(login, 'Augusta'), id, externalId: created.body.externalId });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.name.givenName).toBe('Augusta');
+    expect(replaced.body.displayName).toBe('Augusta Okta');
+    expect(replaced.body.meta.version).not.toBe(created.body.meta.version);
+
+    const deactivated = await scim.request('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
+    expect(deactivated.status).toBe(200);
+    expect(deactivated.body.active).toBe(false);
+    // still visible, with active false, to GET and to filters
+    expect((await scim.request('GET', `/Users/${id}`)).body.active).toBe(false);
+    const inactive = await scim.request('GET', filterPath('Users', `userName eq "${login}" and active eq false`));
+    expect(inactive.body.Resources.map((user: { id: string }) => user.id)).toEqual([id]);
+
+    const reactivated = await scim.request('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] });
+    expect(reactivated.body.active).toBe(true);
+
+    const missing = await scim.request('GET', `/Users/${randomUUID()}`);
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '404' });
+  });
+
+  it('pushes a group: create, rename with the id in the value, add and remove members, delete', async () => {
+    const users = await Promise.all(
+      ['one', 'two', 'three'].map(async (name) => (await scim.request('POST', '/Users', oktaUser(`okta.${name}.${randomUUID()}@example.test`, name))).body.id as string),
+    );
+    const [one, two, three] = users as [string, string, string];
+
+    const lookup = await scim.request('GET', filterPath('Groups', 'displayName eq "Engineering"'));
+    expect(lookup.body.totalResults).toBe(0);
+    const created = await scim.request('POST', '/Groups', { schemas: [GROUP_SCHEMA], displayName: 'Engineering', members: [] });
+    expect(created.status).toBe(201);
+    const groupId = created.body.id as string;
+    expect(created.body).toMatchObject({ displayName: 'Engineering', members: [], meta: { resourceType: 'Group' } });
+
+    const renamed = await scim.request('PATCH', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { id: groupId, displayName: 'Engineering Team' } }],
+    });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.displayName).toBe('Engineering Team');
+
+    const added = await scim.request('PATCH', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'members', value: [{ value: one, display: 'one' }, { value: two, display: 'two' }, { value: three, display: 'three' }] }],
+    });
+    expect(added.status).toBe(200);
+    expect(added.body.members.map((member: { value: string }) => member.value)).toEqual([one, two, three]);
+
+    const removed = await scim.request('PATCH', `/Groups/${groupId}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'remove', path: `members[value eq "${two}"]` }],
+    });
+    expect(removed.status).toBe(200);
+    expect(removed.body.members.map((member: { value: string }) => member.value)).toEqual([one, three]);
+
+    const read = await scim.request('GET', `/Groups/${groupId}`);
+    expect(read.body).toMatchObject({ id: groupId, displayName: 'Engineering Team' });
+    expect(read.body.members).toEqual([
+      { value: one, $ref: `${service.url}/api/scim/v2/Users/${one}`, display: 'one Okta' },
+      { value: three, $ref: `${service.url}/api/scim/v2/Users/${three}`, display: 'three Okta' },
+    ]);
+    const byMember = await scim.request('GET', filterPath('Groups', `members.value eq "${three}"`));
+    expect(byMember.body.Resources.map((group: { id: string }) => group.id)).toEqual([groupId]);
+
+    const replaced = await scim.request('PUT', `/Groups/${groupId}`, { schemas: [GROUP_SCHEMA], id: groupId, displayName: 'Eng', members: [{ value: two }] });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.members.map((member: { value: string }) => member.value)).toEqual([two]);
+
+    const deleted = await scim.request('DELETE', `/Groups/${groupId}`);
+    expect(deleted.status).toBe(204);
+    expect((await scim.request('GET', `/Groups/${groupId}`)).status).toBe(404);
+    expect((await scim.request('GET', filterPath('Groups', `members.value eq "${two}"`))).body.totalResults).toBe(0);
+  });
+});
