@@ -83,3 +83,180 @@ describe('queued delivery', () => {
     ]);
   });
 });
+
+describe('retries', () => {
+  it('retries a failing target with the same delivery id until it answers 2xx', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/flaky`);
+    receiver.respondWith((request) => (requestsTo('/flaky').length <= 2 ? { status: 500, body: 'not yet' } : { status: 204 }));
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+
+    const requests = await waitForRequests('/flaky', 3);
+    expect(new Set(requests.map((request) => header(request, 'x-webhook-id'))).size).toBe(1);
+    expect(new Set(requests.map((request) => request.body)).size).toBe(1); // the same bytes every time
+
+    const [delivery] = await waitUntil('the delivery to succeed', async () => {
+      const deliveries = await deliveriesOf(api, id);
+      return deliveries[0]?.status === 'succeeded' && deliveries;
+    });
+    expect(delivery.attempts.map((attempt: any) => [attempt.attempt, attempt.statusCode, attempt.responseBody])).toEqual([[1, 500, 'not yet'], [2, 500, 'not yet'], [3, 204, '']]);
+    expect(delivery.attempts[0].nextRetryAt).toEqual(expect.any(String));
+    expect(delivery.attempts[2].nextRetryAt).toBeNull();
+    expect((await api.get(`/api/employer/webhooks/${id}`)).body).toMatchObject({ failureCount: 0, status: 'active', lastDelivery: { id: delivery.id, status: 'succeeded', statusCode: 204 } });
+  });
+
+  it('counts exhausted deliveries, disables the subscription at maxFailures, and PATCH re-enables it', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/down`, { maxFailures: 2 });
+    receiver.respondWith((request) => (request.path === '/down' ? { status: 503, body: 'down' } : { status: 200 }));
+
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    await waitForRequests('/down', 6); // 1 attempt + 5 retries
+    const afterFirst = await waitUntil('failureCount 1', async () => {
+      const webhook = (await api.get(`/api/employer/webhooks/${id}`)).body;
+      return webhook.failureCount === 1 && webhook;
+    });
+    expect(afterFirst).toMatchObject({ status: 'active', disabledReason: null });
+    expect((await deliveriesOf(api, id))[0]).toMatchObject({ status: 'failed', attemptCount: 6 });
+
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    const disabled = await waitUntil('auto-disable', async () => {
+      const webhook = (await api.get(`/api/employer/webhooks/${id}`)).body;
+      return webhook.status === 'inactive' && webhook;
+    });
+    expect(disabled).toMatchObject({ failureCount: 2, disabledReason: 'failure_threshold' });
+    expect(requestsTo('/down')).toHaveLength(12);
+    const audit = await service.ctx.db.pg.query(`SELECT action, actor_type, details FROM audit_log WHERE target_id = $1 ORDER BY global_position`, [id]);
+    expect(audit.rows.map((row) => row.action)).toEqual(['webhook.create', 'webhook.ping', 'webhook.ping', 'webhook.deactivate']);
+    expect(audit.rows[3]).toMatchObject({ actor_type: 'system', details: { reason: 'failure_threshold' } });
+
+    // Disabled: no new deliveries, and pings are refused.
+    expect((await api.post(`/api/employer/webhooks/${id}/ping`)).status).toBe(400);
+
+    receiver.respondWith(() => ({ status: 200 }));
+    const enabled = await api.patch(`/api/employer/webhooks/${id}`, { status: 'active' });
+    expect(enabled.body).toMatchObject({ status: 'active', failureCount: 0, disabledReason: null });
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    await waitForRequests('/down', 13);
+  });
+
+  it('honours Retry-After on 429', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/busy`);
+    receiver.respondWith(() => (requestsTo('/busy').length === 1 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200 }));
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    await waitForRequests('/busy', 2);
+    const [delivery] = await deliveriesOf(api, id);
+    const [first] = delivery.attempts;
+    expect(Date.parse(first.nextRetryAt) - Date.parse(first.requestedAt)).toBeGreaterThanOrEqual(3000);
+  });
+
+  it('disables the subscription at once when the target answers 410 Gone', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/gone`);
+    receiver.respondWith(() => ({ status: 410 }));
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    const webhook = await waitUntil('the subscription to stop', async () => {
+      const body = (await api.get(`/api/employer/webhooks/${id}`)).body;
+      return body.status === 'inactive' && body;
+    });
+    expect(webhook.disabledReason).toBe('gone');
+    await waitUntil('the delivery to fail', async () => (await deliveriesOf(api, id))[0]?.status === 'failed');
+    expect((await deliveriesOf(api, id))[0]).toMatchObject({ status: 'failed', attemptCount: 1 });
+    expect(requestsTo('/gone')).toHaveLength(1);
+  });
+});
+
+describe('stopping and redelivering', () => {
+  it('stops pending retries when the subscription is deleted', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/deleted`);
+    // The retry would come in an hour.
+    receiver.respondWith(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    await waitForRequests('/deleted', 1);
+    const [pending] = await waitUntil('the first attempt to be logged', async () => {
+      const deliveries = await deliveriesOf(api, id);
+      return deliveries[0]?.attemptCount === 1 && deliveries;
+    });
+    expect(pending.status).toBe('pending');
+    expect((await api.delete(`/api/employer/webhooks/${id}`)).status).toBe(204);
+    expect((await api.get(`/api/employer/webhooks/${id}`)).status).toBe(404);
+
+    const row = await service.ctx.db.pg.query('SELECT status FROM webhook_deliveries WHERE delivery_id = $1', [pending.id]);
+    expect(row.rows[0].status).toBe('cancelled');
+    // Make the retry's job due now: it finds the delivery cancelled and sends nothing.
+    await service.ctx.db.pg.query(
+      `SELECT graphile_worker.reschedule_jobs(array_agg(id), run_at => now()) FROM graphile_worker.jobs WHERE key = $1`,
+      [`webhook_delivery:${pending.id}`],
+    );
+    await waitUntil('the retry job to finish', async () => {
+      const jobs = await service.ctx.db.pg.query(`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE key = $1`, [`webhook_delivery:${pending.id}`]);
+      return jobs.rows[0].n === 0;
+    });
+    expect(requestsTo('/deleted')).toHaveLength(1);
+  });
+
+  it('redelivers a finished delivery with the same id', async () => {
+    const { api } = await tenantWithApi();
+    const { id } = await subscribe(api, `${receiver.url}/again`);
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    const [first] = await waitForRequests('/again', 1);
+    const [delivery] = await waitUntil('the delivery to succeed', async () => {
+      const deliveries = await deliveriesOf(api, id);
+      return deliveries[0]?.status === 'succeeded' && deliveries;
+    });
+    expect((await api.post(`/api/employer/webhooks/${id}/deliveries/${delivery.id}/redeliver`)).status).toBe(202);
+    const [, second] = await waitForRequests('/again', 2);
+    expect(header(second!, 'x-webhook-id')).toBe(header(first!, 'x-webhook-id'));
+    expect(second!.body).toBe(first!.body);
+    const [after] = await waitUntil('the redelivery to be logged', async () => {
+      const deliveries = await deliveriesOf(api, id);
+      return deliveries[0]?.attemptCount === 2 && deliveries[0].status === 'succeeded' && deliveries;
+    });
+    expect(after.attempts.map((attempt: any) => attempt.attempt)).toEqual([1, 2]);
+
+    expect((await api.post(`/api/employer/webhooks/${id}/deliveries/${crypto.randomUUID()}/redeliver`)).status).toBe(404);
+    expect((await api.post(`/api/employer/webhooks/${id}/deliveries/not-a-uuid/redeliver`)).status).toBe(404);
+  });
+
+  it('signs with the new secret after rotation', async () => {
+    const { api } = await tenantWithApi();
+    const { id, secret } = await subscribe(api, `${receiver.url}/rotated`);
+    const rotated = await api.post(`/api/employer/webhooks/${id}/rotate-secret`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.signingSecret).toMatch(/^whsec_/);
+    expect(rotated.body.signingSecret).not.toBe(secret);
+    await api.post(`/api/employer/webhooks/${id}/ping`);
+    const [received] = await waitForRequests('/rotated', 1);
+    expect(await verify(rotated.body.signingSecret, received!.body, header(received!, 'x-webhook-signature'))).toBe(true);
+    expect(await verify(secret, received!.body, header(received!, 'x-webhook-signature'))).toBe(false);
+  });
+});
+
+describe('tenant isolation', () => {
+  it('delivers an event only to subscriptions of the tenant that owns it', async () => {
+    const a = await tenantWithApi();
+    const b = await tenantWithApi();
+    await subscribe(a.api, `${receiver.url}/tenant-a`, { events: ['invoice.paid'] });
+    await subscribe(b.api, `${receiver.url}/tenant-b`, { events: ['invoice.paid'] });
+    await subscribe(a.api, `${receiver.url}/tenant-a-other`, { events: ['cohort.uploaded'] });
+
+    await appendInvoicePaid(a.tenant.employerId, 'inv-a1');
+    await appendInvoicePaid(b.tenant.employerId, 'inv-b1');
+    const [toA] = await waitForRequests('/tenant-a', 1);
+    const [toB] = await waitForRequests('/tenant-b', 1);
+    expect(JSON.parse(toA!.body)).toMatchObject({ event: 'invoice.paid', employerId: a.tenant.employerId, data: { invoiceId: 'inv-a1' } });
+    expect(JSON.parse(toB!.body)).toMatchObject({ event: 'invoice.paid', employerId: b.tenant.employerId, data: { invoiceId: 'inv-b1' } });
+
+    // Once both deliveries are in the log, nothing else was created for these events.
+    const rows = await service.ctx.db.pg.query(
+      `SELECT d.employer_id, d.data->>'invoiceId' AS invoice FROM webhook_deliveries d WHERE d.event_type = 'invoice.paid' AND d.employer_id = ANY($1) ORDER BY invoice`,
+      [[a.tenant.employerId, b.tenant.employerId]],
+    );
+    expect(rows.rows).toEqual([{ employer_id: a.tenant.employerId, invoice: 'inv-a1' }, { employer_id: b.tenant.employerId, invoice: 'inv-b1' }]);
+    expect(requestsTo('/tenant-a')).toHaveLength(1);
+    expect(requestsTo('/tenant-b')).toHaveLength(1);
+    expect(requestsTo('/tenant-a-other')).toHaveLength(0);
+  });
+});
