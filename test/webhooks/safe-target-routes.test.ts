@@ -1,0 +1,42 @@
+// With the address check on (the production setting), creating or changing a subscription refuses
+// targets that are not public, with a 400 that says why. The address classes themselves are covered
+// in safe-target.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../support/service.ts';
+import { apiClient, type ApiClient } from './helpers.ts';
+
+let service: TestService;
+let api: ApiClient;
+
+beforeAll(async () => {
+  service = await startTestService();
+  api = apiClient(service, await service.createTenant());
+});
+afterAll(async () => service?.stop());
+
+describe('webhook targets at creation', () => {
+  it.each([
+    ['https://127.0.0.1/hook', /127\.0\.0\.1 is a loopback address/],
+    ['https://10.0.0.1/hook', /private/],
+    ['https://169.254.169.254/latest/meta-data', /linkLocal/],
+    ['https://[::1]/hook', /loopback/],
+    ['https://[fc00::1]/hook', /uniqueLocal/],
+    ['https://[::ffff:127.0.0.1]/hook', /loopback/],
+    ['https://localhost/hook', /localhost resolves to .*loopback/],
+    ['http://hooks.example.com/in', /must use https, not http/],
+    ['not a url', /not a valid absolute URL/],
+  ])('refuses %s', async (url, reason) => {
+    const response = await api.post('/api/employer/webhooks', { url, events: ['test.ping'] });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ code: 'INVALID_WEBHOOK_URL' });
+    expect(response.body.message).toMatch(reason);
+  });
+
+  it('refuses the same targets when a subscription is changed', async () => {
+    const created = await api.post('/api/employer/webhooks', { url: 'https://93.184.215.14/hook', events: ['test.ping'] });
+    expect(created.status).toBe(201);
+    const response = await api.patch(`/api/employer/webhooks/${created.body.id}`, { url: 'https://127.0.0.1/hook' });
+    expect(response.status).toBe(400);
+    expect((await api.get(`/api/employer/webhooks/${created.body.id}`)).body.url).toBe('https://93.184.215.14/hook');
+  });
+});
