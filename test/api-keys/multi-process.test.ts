@@ -25,7 +25,8 @@ describe('API keys across two server processes', () => {
 
   beforeAll(async () => {
     first = await startKeyService({ clock });
-    second = await startKeyService({ clock, databaseUri: first.ctx.db.connectionUri });
+    // an API-only process, as a horizontally scaled deployment runs them; the first runs the projections
+    second = await startKeyService({ clock, databaseUri: first.ctx.db.connectionUri, roles: ['api'] });
     tenant = await first.createTenant();
   });
   afterAll(async () => {
@@ -72,5 +73,13 @@ describe('API keys across two server processes', () => {
     // permits leased (6 at a time) by one process cannot be spent by the other: at most 5 go unused
     expect(allowed).toBeGreaterThanOrEqual(115);
     expect(statuses.filter((status) => status !== 200).every((status) => status === 429)).toBe(true);
+  });
+
+  it('a process writes its pending telemetry when it shuts down', async () => {
+    const { rawKey, id } = await createApiKey(first, tenant, { scopes: [PROBE_SCOPE] });
+    for (let call = 0; call < 3; call++) expect((await probe(second, rawKey)).status).toBe(200);
+    await second.stop();
+    const key = await (await fetch(`${first.url}/api/employer/api-keys/${id}`, { headers: first.sessionHeaders(tenant.cookie) })).json();
+    expect(key).toMatchObject({ requestCount: 3, lastUsedIp: '127.0.0.1' });
   });
 });

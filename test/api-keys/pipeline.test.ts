@@ -185,9 +185,10 @@ describe('API-key request pipeline', () => {
     let dualStack: TestService;
     let behindProxy: TestService;
     beforeAll(async () => {
-      const databaseUri = service.ctx.db.connectionUri;
-      dualStack = await startKeyService({ databaseUri, clock, env: { HOST: '::' } });
-      behindProxy = await startKeyService({ databaseUri, clock, env: { TRUST_PROXY: '127.0.0.1' } });
+      // API-only processes on the same database (the first service runs the projections and the worker)
+      const shared = { databaseUri: service.ctx.db.connectionUri, clock, roles: ['api' as const] };
+      dualStack = await startKeyService({ ...shared, env: { HOST: '::' } });
+      behindProxy = await startKeyService({ ...shared, env: { TRUST_PROXY: '127.0.0.1' } });
     });
     afterAll(async () => {
       await dualStack?.stop();
