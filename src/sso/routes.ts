@@ -88,7 +88,8 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
       auth: SSO_AUTH,
       body: ssoConfigurationUpdateSchema,
       responses: { 200: { description: 'The configuration after the update', schema: ssoUpdateResponse } },
-      handler: async ({ principal, body }) => {
+      handler: async ({ principal, body, reply }) => {
+        reply.header('cache-control', 'no-store'); // may carry the SCIM token
         const { scimBearerToken } = await updateSsoConfiguration(ctx, { tenantId: principal.employerId, actor: actorOf(principal) }, principal.employerId, body, {
           allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
           ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}),
@@ -119,6 +120,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
+      bodyLimit: 1024 * 1024, // the SAML core refuses responses over 512 KiB anyway
       body: z.object({
         SAMLResponse: z.string().min(1),
         RelayState: z.string().max(2048).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),

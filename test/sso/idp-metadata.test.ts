@@ -1,8 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import { generate } from 'selfsigned';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/event-store/decider.ts';
-import { parseIdpMetadata } from '../../src/sso/idp-metadata.ts';
+import { fetchIdpMetadata, parseIdpMetadata } from '../../src/sso/idp-metadata.ts';
+import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 
 const ISSUER = 'https://sts.example.test/tenant-1/';
 const ENTRY = 'https://login.example.test/tenant-1/saml2';
@@ -58,5 +59,36 @@ describe('parseIdpMetadata', () => {
     const error = refusal(xml());
     expect(error).toBeInstanceOf(DomainError);
     expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_INVALID', message: expect.stringMatching(message) });
+  });
+});
+
+describe('fetchIdpMetadata', () => {
+  let receiver: HttpsReceiver;
+  beforeAll(async () => {
+    receiver = await startHttpsReceiver();
+    receiver.respondWith(() => ({ status: 200, body: entity(keyDescriptor(current)) }));
+  });
+  afterAll(async () => receiver?.close());
+
+  it('fetches over HTTPS from a trusted host', async () => {
+    const metadata = await fetchIdpMetadata(`${receiver.url}/metadata`, { allowPrivateNetworks: true, ca: receiver.ca });
+    expect(metadata).toMatchObject({ issuer: ISSUER, entryPoint: ENTRY });
+  });
+
+  it.each([
+    ['a loopback address', () => `${receiver.url}/metadata`, /loopback/],
+    ['a private address', () => 'https://10.1.2.3/metadata', /private/],
+    ['the cloud metadata address', () => 'https://169.254.169.254/latest/meta-data', /linkLocal/],
+    ['plain http', () => 'http://idp.example.test/metadata', /https/],
+  ])('refuses %s without sending a request (SSRF)', async (_name, url, message) => {
+    const before = receiver.requests.length;
+    const error = await fetchIdpMetadata(url(), { allowPrivateNetworks: false, ca: receiver.ca }).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: expect.stringMatching(message) });
+    expect(receiver.requests.length).toBe(before);
+  });
+
+  it('refuses a host whose certificate it does not trust', async () => {
+    const error = await fetchIdpMetadata(`${receiver.url}/metadata`, { allowPrivateNetworks: true }).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: expect.stringContaining('could not be fetched') });
   });
 });

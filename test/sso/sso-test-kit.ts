@@ -8,13 +8,13 @@ import type { TestService } from '../support/service.ts';
 export type Tenant = { employerId: string; adminUserId: string; cookie: string };
 export type JsonBody = Record<string, unknown> & { code?: string; message?: string };
 
-export async function postSso(service: TestService, tenant: Pick<Tenant, 'cookie'>, body: unknown): Promise<{ status: number; body: JsonBody }> {
+export async function postSso(service: TestService, tenant: Pick<Tenant, 'cookie'>, body: unknown): Promise<{ status: number; body: JsonBody; headers: Headers }> {
   const response = await fetch(`${service.url}/api/employer/sso`, {
     method: 'POST',
     headers: { ...service.sessionHeaders(tenant.cookie), 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return { status: response.status, body: (await response.json()) as JsonBody };
+  return { status: response.status, body: (await response.json()) as JsonBody, headers: response.headers };
 }
 
 export async function getSso(service: TestService, tenant: Pick<Tenant, 'cookie'>): Promise<{ status: number; body: JsonBody }> {
