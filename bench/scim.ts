@@ -1,0 +1,158 @@
+// SCIM provisioning speed, against 127.0.0.1 on a fresh embedded Postgres (or DATABASE_URL's server):
+// (a) users provisioned per second by one client doing Okta's sequence for each user, GET
+//     /Users?filter=userName eq "..." (no match) and then POST /Users, in an employer that already
+//     holds 50,000 users; (b) p50/p99 of GET /Users?filter=userName eq "..." for existing users.
+// The 50,000 users are seeded as UserRegistered events appended in one SQL statement through the
+// event store's append function (one stream per user, as the command path writes them), then the
+// tenants projection builds the read model as it would for any events. The SCIM rate limit is lifted
+// for the run (it would cap one employer at 50 requests/s): this measures the service, not the limit.
+//   npm run bench -- scim [provisioned users=2000] [filter requests=2000] [seeded users=50000]
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql, type DatabasePool } from 'slonik';
+import { Pool } from 'undici';
+import { z } from 'zod';
+import { capabilities } from '../src/capabilities.ts';
+import { loadConfig } from '../src/config.ts';
+import { issueSignInToken } from '../src/identity/commands.ts';
+import { startService } from '../src/main.ts';
+import { createScimCapability } from '../src/scim/capability.ts';
+import { createEmployer } from '../src/tenants/commands.ts';
+import { freePort, percentile, startBenchDatabase } from './support.ts';
+
+const MAX_SECONDS_PER_PHASE = 60;
+const UNLIMITED = { perSecond: 1e9, burst: 1e9 };
+
+export default async function scimBench(args: string[]) {
+  const [provisionCount = 2000, filterCount = 2000, seededUsers = 50_000] = args.map(Number);
+  const database = await startBenchDatabase();
+  const port = await freePort();
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: database.connectionUri,
+    DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    LOG_LEVEL: 'silent',
+  });
+  const scim = createScimCapability({ rateLimits: { perToken: UNLIMITED, failedAuthPerAddress: UNLIMITED } });
+  const service = await startService({ config, capabilities: capabilities.map((capability) => (capability.name === 'scim' ? scim : capability)) });
+  const http = new Pool(config.PUBLIC_BASE_URL, { connections: 1 });
+  try {
+    const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { name: 'Bench', adminEmail: 'admin@bench.test', actor: { type: 'system', id: 'bench' } });
+    const token = await enableScim(http, service.ctx, employerId, adminUserId);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
+    const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
+      const response = await http.request({ method, path, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const text = await response.body.text();
+      return { status: response.statusCode, text };
+    };
+
+    // Seed
+    const seedStarted = performance.now();
+    await service.ctx.db.eventStore.query(sql.unsafe`
+      SELECT append_to_stream('tenant-' || ${employerId} || '.user-' || id, ${employerId}, -2, ARRAY[gen_random_uuid()], ARRAY['UserRegistered'],
+        ARRAY[jsonb_build_object('userId', id, 'employerId', ${employerId}::text, 'role', 'PATIENT', 'active', true, 'source', 'scim',
+          'email', 'seed' || n || '@bench.test', 'userName', 'seed' || n || '@bench.test', 'givenName', 'Seed', 'familyName', 'User' || n,
+          'displayName', null, 'externalId', 'ext-' || n)],
+        jsonb_build_object('tenantId', ${employerId}::text, 'actor', jsonb_build_object('type', 'scimToken', 'id', 'bench'), 'correlationId', gen_random_uuid(),
+          'causationId', null, 'schemaVersion', 1, 'occurredAt', now()))
+      FROM (SELECT n, gen_random_uuid()::text AS id FROM generate_series(1, ${seededUsers}) AS n) AS seed`);
+    const appended = performance.now();
+    const projected = await waitFor(async () => (await countUsers(service.ctx.db.slonik, employerId)) >= seededUsers + 1);
+    console.log(`seeded ${seededUsers} users: events appended in one statement in ${seconds(appended - seedStarted)} s, ` +
+      `read model built by the tenants projection in ${seconds(performance.now() - appended)} s${projected ? '' : ' (TIMED OUT)'}`);
+    await service.ctx.db.slonik.query(sql.unsafe`ANALYZE users`);
+
+    // (a) Okta's sequence, one client
+    const latencies = { filter: [] as number[], create: [] as number[] };
+    let provisioned = 0;
+    let failures = 0;
+    const started = performance.now();
+    while (provisioned + failures < provisionCount && performance.now() - started < MAX_SECONDS_PER_PHASE * 1000) {
+      const login = `okta.${randomUUID()}@bench.test`;
+      const t0 = performance.now();
+      const lookup = await call('GET', `/api/scim/v2/Users?filter=${encodeURIComponent(`userName eq "${login}"`)}&startIndex=1&count=100`);
+      const t1 = performance.now();
+      const created = await call('POST', '/api/scim/v2/Users', {
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: login,
+        name: { givenName: 'Okta', familyName: 'Bench' },
+        emails: [{ primary: true, value: login, type: 'work' }],
+        displayName: 'Okta Bench',
+        active: true,
+      });
+      latencies.filter.push(t1 - t0);
+      latencies.create.push(performance.now() - t1);
+      if (lookup.status === 200 && created.status === 201) provisioned += 1;
+      else failures += 1;
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    console.log(`(a) Okta sequence (filter userName, then POST), one client, ${provisioned} users in ${elapsed.toFixed(1)} s: ` +
+      `${(provisioned / elapsed).toFixed(0)} users/s (goal >= 200)${failures ? `, ${failures} FAILED` : ''}`);
+    console.log(`    filter p50 ${ms(latencies.filter, 50)} p99 ${ms(latencies.filter, 99)}; create p50 ${ms(latencies.create, 50)} p99 ${ms(latencies.create, 99)}`);
+
+    // (b) Filter latency on existing users
+    const total = await countUsers(service.ctx.db.slonik, employerId);
+    const filterLatencies: number[] = [];
+    let misses = 0;
+    const filterStarted = performance.now();
+    for (let i = 0; i < filterCount && performance.now() - filterStarted < MAX_SECONDS_PER_PHASE * 1000; i++) {
+      const n = 1 + Math.floor(Math.random() * seededUsers);
+      const t0 = performance.now();
+      const response = await call('GET', `/api/scim/v2/Users?filter=${encodeURIComponent(`userName eq "SEED${n}@bench.test"`)}`);
+      filterLatencies.push(performance.now() - t0);
+      if (response.status !== 200 || !response.text.includes('"totalResults":1')) misses += 1;
+    }
+    console.log(`(b) GET /Users?filter=userName eq "..." with ${total} users in the employer, ${filterLatencies.length} sequential requests: ` +
+      `p50 ${ms(filterLatencies, 50)} p99 ${ms(filterLatencies, 99)} (goal p99 < 20 ms)${misses ? `, ${misses} WRONG ANSWERS` : ''}`);
+  } finally {
+    await http.close();
+    await service.stop();
+    await database.stop();
+  }
+}
+
+async function enableScim(http: Pool, ctx: Parameters<typeof issueSignInToken>[0], employerId: string, adminUserId: string): Promise<string> {
+  const { token } = await issueSignInToken(ctx, { employerId, userId: adminUserId, via: 'cli', context: { tenantId: employerId, actor: { type: 'system', id: 'bench' } } });
+  const signIn = await http.request({ method: 'GET', path: `/api/auth/signin?token=${encodeURIComponent(token)}` });
+  await signIn.body.dump();
+  const setCookie = signIn.headers['set-cookie'];
+  const cookie = (Array.isArray(setCookie) ? setCookie : [setCookie ?? '']).find((header) => header.startsWith('ei_session='))?.split(';')[0];
+  if (!cookie) throw new Error('bench sign-in failed');
+  const response = await http.request({
+    method: 'POST',
+    path: '/api/employer/sso',
+    headers: { cookie, origin: ctx.config.PUBLIC_BASE_URL, 'content-type': 'application/json' },
+    body: JSON.stringify({ scimEnabled: true }),
+  });
+  const body = (await response.body.json()) as { scimBearerToken?: string };
+  if (!body.scimBearerToken) throw new Error(`enabling SCIM failed: ${response.statusCode}`);
+  return body.scimBearerToken;
+}
+
+async function countUsers(pool: DatabasePool, employerId: string): Promise<number> {
+  return Number(await pool.oneFirst(sql.type(z.object({ count: z.coerce.number() }))`SELECT count(*) AS count FROM users WHERE employer_id = ${employerId}`));
+}
+
+/** Polls until `done` (the projection runs in this process; a bench may poll), at most two minutes. */
+async function waitFor(done: () => Promise<boolean>): Promise<boolean> {
+  const deadline = performance.now() + 120_000;
+  while (performance.now() < deadline) {
+    if (await done()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
+}
+
+function ms(latencies: number[], p: number): string {
+  return `${percentile([...latencies].sort((a, b) => a - b), p).toFixed(2)} ms`;
+}
+
+function seconds(milliseconds: number): string {
+  return (milliseconds / 1000).toFixed(1);
+}
