@@ -68,6 +68,9 @@ describe('Okta provisioning sequence', () => {
     expect(replaced.body.name.givenName).toBe('Augusta');
     expect(replaced.body.displayName).toBe('Augusta Okta');
     expect(replaced.body.meta.version).not.toBe(created.body.meta.version);
+    // the same PUT again changes nothing, so the version stays
+    const again = await scim.request('PUT', `/Users/${id}`, { ...oktaUser(login, 'Augusta'), id, externalId: created.body.externalId });
+    expect(again.body.meta.version).toBe(replaced.body.meta.version);
 
     const deactivated = await scim.request('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
     expect(deactivated.status).toBe(200);
