@@ -17,8 +17,9 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
       Object.assign(changes, { samlEntryPoint: metadata.entryPoint, samlCertificates: metadata.certificates, samlIssuer: metadata.issuer });
     }
   }
+  // Absent fields are absent from the parsed body (JSON has no undefined), so they change nothing.
   const { samlMetadataUrl: _url, samlCertificate, rotateScimToken: _rotate, ...plainFields } = input;
-  for (const [key, value] of Object.entries(plainFields)) if (value !== undefined) Object.assign(changes, { [key]: value });
+  Object.assign(changes, plainFields);
   if (samlCertificate !== undefined) changes.samlCertificates = samlCertificate ?? [];
   return changes;
 }
