@@ -2,7 +2,7 @@
 // redacted, and query strings lose their token parameters.
 import pino, { type DestinationStream, type Logger } from 'pino';
 
-const SECRET_QUERY_PARAMS = /([?&](?:token|SAMLResponse|SAMLRequest|RelayState|code)=)[^&]*/gi;
+const SECRET_QUERY_PARAMS = /([?&](?:token|access_token|api_key|apikey|key|SAMLResponse|SAMLRequest|RelayState|code)=)[^&]*/gi;
 
 export function redactUrl(url: string): string {
   return url.replace(SECRET_QUERY_PARAMS, '$1[REDACTED]');

@@ -16,6 +16,8 @@ export async function startEmbeddedPostgres(options: {
   port: number;
   databaseName?: string;
   persistent?: boolean;
+  /** Extra server settings, e.g. { max_connections: '400' }. */
+  settings?: Record<string, string>;
 }): Promise<EmbeddedDatabase> {
   const databaseDir = resolve(options.dataDir, 'postgres');
   await mkdir(options.dataDir, { recursive: true });
@@ -33,6 +35,7 @@ export async function startEmbeddedPostgres(options: {
     persistent: options.persistent ?? true,
     // The service may run as root (containers, CI); Postgres refuses that, so the package creates a user.
     createPostgresUser: true,
+    postgresFlags: Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: () => {},
     onError: () => {},
   });

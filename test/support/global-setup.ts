@@ -17,7 +17,9 @@ export default async function setup(project: TestProject) {
   if (!adminUri) {
     const dataDir = await mkdtemp(join(tmpdir(), 'ei-test-pg-'));
     await chmod(dataDir, 0o755); // the server runs as the `postgres` user the package creates when we are root
-    const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), databaseName: 'postgres', persistent: false });
+    const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), databaseName: 'postgres', persistent: false,
+      // Many test files start several service processes at once, each with its own pools.
+      settings: { max_connections: '500' } });
     adminUri = embedded.connectionUri;
     stop = async () => {
       await embedded.stop();
