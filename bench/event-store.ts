@@ -11,64 +11,66 @@ const CONCURRENCY = 16;
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const REBUILD_EVENTS = Number(process.env.BENCH_REBUILD_EVENTS ?? 200_000);
 
-const service = await startBenchService({ roles: [] });
-const { eventStore, db } = service.ctx;
-try {
-  await db.slonik.query(sql.unsafe`CREATE TABLE bench_plain_inserts (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)`);
-  const metadata = (tenantId: string) => ({
-    tenantId,
-    actor: { type: 'system' as const, id: 'bench' },
-    correlationId: randomUUID(),
-    causationId: null,
-    schemaVersion: 1,
-    occurredAt: new Date().toISOString(),
-  });
-
-  // Warm both paths so neither pays for connection set-up in the measurement.
-  await runConcurrently(CONCURRENCY, 500, async () => void (await db.eventStore.query(sql.unsafe`SELECT 1`)));
-
-  const plain = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
-    await db.eventStore.query(sql.unsafe`INSERT INTO bench_plain_inserts (data) VALUES (${sql.jsonb({ worker, i, name: 'Acme' })})`);
-  });
-  const appends = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
-    const tenantId = `bench${worker}`;
-    await eventStore.appendToStream(`tenant-${tenantId}.thing-${randomUUID()}`, [{ type: 'ThingHappened', data: { worker, i, name: 'Acme' } }], {
-      expectedRevision: 'no_stream',
-      metadata: metadata(tenantId),
+export default async function eventStoreBench(): Promise<void> {
+  const service = await startBenchService({ roles: [] });
+  const { eventStore, db } = service.ctx;
+  try {
+    await db.slonik.query(sql.unsafe`CREATE TABLE bench_plain_inserts (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)`);
+    const metadata = (tenantId: string) => ({
+      tenantId,
+      actor: { type: 'system' as const, id: 'bench' },
+      correlationId: randomUUID(),
+      causationId: null,
+      schemaVersion: 1,
+      occurredAt: new Date().toISOString(),
     });
-  });
-  console.log(`(a) append, ${CONCURRENCY} concurrent clients, ${DURATION_MS / 1000} s each`);
-  console.log(`    plain single-row INSERT transactions: ${plain.perSecond.toFixed(0)} /s (p50 ${plain.p50.toFixed(2)} ms, p99 ${plain.p99.toFixed(2)} ms)`);
-  console.log(`    event store single-event appends:     ${appends.perSecond.toFixed(0)} events/s (p50 ${appends.p50.toFixed(2)} ms, p99 ${appends.p99.toFixed(2)} ms)`);
-  console.log(`    ratio append/plain: ${(appends.perSecond / plain.perSecond).toFixed(2)} (goal >= 0.5)`);
 
-  // Seed employers, users and sign-in events in bulk through the append function (one stream each).
-  const employers = 1000;
-  const perEmployer = Math.ceil(REBUILD_EVENTS / employers);
-  const seedStart = performance.now();
-  await db.eventStore.query(sql.unsafe`
-    SELECT append_to_stream('tenant-emp' || e || '.employer-emp' || e, 'emp' || e, -2, ARRAY[gen_random_uuid()], ARRAY['EmployerCreated'],
-      ARRAY[jsonb_build_object('employerId', 'emp' || e, 'name', 'Employer ' || e, 'createdAt', now())],
-      jsonb_build_object('tenantId', 'emp' || e, 'actor', jsonb_build_object('type', 'system', 'id', 'bench'), 'correlationId', gen_random_uuid(),
-        'causationId', null, 'schemaVersion', 1, 'occurredAt', now()))
-    FROM generate_series(1, ${employers}) AS e`);
-  await db.eventStore.query(sql.unsafe`
-    SELECT append_to_stream('tenant-emp' || e || '.user-u' || e || '-' || u, 'emp' || e, -2, ARRAY[gen_random_uuid()], ARRAY['UserRegistered'],
-      ARRAY[jsonb_build_object('userId', 'u' || e || '-' || u, 'employerId', 'emp' || e, 'role', 'PATIENT', 'active', true, 'source', 'scim',
-        'email', 'u' || e || '-' || u || '@example.test', 'userName', 'u' || e || '-' || u || '@example.test', 'givenName', 'Given',
-        'familyName', 'Family', 'displayName', null, 'externalId', 'ext-' || u)],
-      jsonb_build_object('tenantId', 'emp' || e, 'actor', jsonb_build_object('type', 'scimToken', 'id', 'bench'), 'correlationId', gen_random_uuid(),
-        'causationId', null, 'schemaVersion', 1, 'occurredAt', now()))
-    FROM generate_series(1, ${employers}) AS e, generate_series(1, ${perEmployer - 1}) AS u`);
-  const total = await db.eventStore.oneFirst(sql.unsafe`SELECT count(*)::int FROM events WHERE type IN ('EmployerCreated', 'UserRegistered')`);
-  console.log(`(b) seeded ${total} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
+    // Warm both paths so neither pays for connection set-up in the measurement.
+    await runConcurrently(CONCURRENCY, 500, async () => void (await db.eventStore.query(sql.unsafe`SELECT 1`)));
 
-  for (const projection of service.projections.filter((p) => p.name === 'audit' || p.name === 'tenants')) {
-    const started = performance.now();
-    const result = await rebuildProjection({ pool: db.slonik, eventStore, projection });
-    const seconds = (performance.now() - started) / 1000;
-    console.log(`    rebuild ${projection.name.padEnd(8)}: ${result.eventsApplied} events applied in ${seconds.toFixed(1)} s = ${(Number(total) / seconds).toFixed(0)} events/s read and applied (goal >= 25000)`);
+    const plain = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
+      await db.eventStore.query(sql.unsafe`INSERT INTO bench_plain_inserts (data) VALUES (${sql.jsonb({ worker, i, name: 'Acme' })})`);
+    });
+    const appends = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
+      const tenantId = `bench${worker}`;
+      await eventStore.appendToStream(`tenant-${tenantId}.thing-${randomUUID()}`, [{ type: 'ThingHappened', data: { worker, i, name: 'Acme' } }], {
+        expectedRevision: 'no_stream',
+        metadata: metadata(tenantId),
+      });
+    });
+    console.log(`(a) append, ${CONCURRENCY} concurrent clients, ${DURATION_MS / 1000} s each`);
+    console.log(`    plain single-row INSERT transactions: ${plain.perSecond.toFixed(0)} /s (p50 ${plain.p50.toFixed(2)} ms, p99 ${plain.p99.toFixed(2)} ms)`);
+    console.log(`    event store single-event appends:     ${appends.perSecond.toFixed(0)} events/s (p50 ${appends.p50.toFixed(2)} ms, p99 ${appends.p99.toFixed(2)} ms)`);
+    console.log(`    ratio append/plain: ${(appends.perSecond / plain.perSecond).toFixed(2)} (goal >= 0.5)`);
+
+    // Seed employers, users and sign-in events in bulk through the append function (one stream each).
+    const employers = 1000;
+    const perEmployer = Math.ceil(REBUILD_EVENTS / employers);
+    const seedStart = performance.now();
+    await db.eventStore.query(sql.unsafe`
+      SELECT append_to_stream('tenant-emp' || e || '.employer-emp' || e, 'emp' || e, -2, ARRAY[gen_random_uuid()], ARRAY['EmployerCreated'],
+        ARRAY[jsonb_build_object('employerId', 'emp' || e, 'name', 'Employer ' || e, 'createdAt', now())],
+        jsonb_build_object('tenantId', 'emp' || e, 'actor', jsonb_build_object('type', 'system', 'id', 'bench'), 'correlationId', gen_random_uuid(),
+          'causationId', null, 'schemaVersion', 1, 'occurredAt', now()))
+      FROM generate_series(1, ${employers}) AS e`);
+    await db.eventStore.query(sql.unsafe`
+      SELECT append_to_stream('tenant-emp' || e || '.user-u' || e || '-' || u, 'emp' || e, -2, ARRAY[gen_random_uuid()], ARRAY['UserRegistered'],
+        ARRAY[jsonb_build_object('userId', 'u' || e || '-' || u, 'employerId', 'emp' || e, 'role', 'PATIENT', 'active', true, 'source', 'scim',
+          'email', 'u' || e || '-' || u || '@example.test', 'userName', 'u' || e || '-' || u || '@example.test', 'givenName', 'Given',
+          'familyName', 'Family', 'displayName', null, 'externalId', 'ext-' || u)],
+        jsonb_build_object('tenantId', 'emp' || e, 'actor', jsonb_build_object('type', 'scimToken', 'id', 'bench'), 'correlationId', gen_random_uuid(),
+          'causationId', null, 'schemaVersion', 1, 'occurredAt', now()))
+      FROM generate_series(1, ${employers}) AS e, generate_series(1, ${perEmployer - 1}) AS u`);
+    const total = await db.eventStore.oneFirst(sql.unsafe`SELECT count(*)::int FROM events WHERE type IN ('EmployerCreated', 'UserRegistered')`);
+    console.log(`(b) seeded ${total} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
+
+    for (const projection of service.projections.filter((p) => p.name === 'audit' || p.name === 'tenants')) {
+      const started = performance.now();
+      const result = await rebuildProjection({ pool: db.slonik, eventStore, projection });
+      const seconds = (performance.now() - started) / 1000;
+      console.log(`    rebuild ${projection.name.padEnd(8)}: ${result.eventsApplied} events applied in ${seconds.toFixed(1)} s = ${(Number(total) / seconds).toFixed(0)} events/s read and applied (goal >= 25000)`);
+    }
+  } finally {
+    await service.stopAll();
   }
-} finally {
-  await service.stopAll();
 }

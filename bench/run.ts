@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
-const available = (await readdir(benchDir)).filter((file) => file.endsWith('.ts') && file !== 'run.ts').map((file) => file.slice(0, -3));
+const available = (await readdir(benchDir)).filter((file) => file.endsWith('.ts') && file !== 'run.ts' && file !== 'support.ts').map((file) => file.slice(0, -3));
 const [name, ...args] = process.argv.slice(2);
 if (!name || !available.includes(name)) {
   console.error(`usage: npm run bench -- <name> [args...]\navailable: ${available.join(', ') || '(none)'}`);
