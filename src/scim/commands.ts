@@ -1,6 +1,7 @@
 // SCIM writes: users through the tenants capability's user aggregate, groups through the group
 // aggregate. Every command names the employer of the SCIM token, and every stream it touches is that
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
+// Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
@@ -8,11 +9,12 @@ import { handleCommand, type CommandContext } from '../event-store/command-handl
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
 import { registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
-import type { UserProfile } from '../tenants/user.ts';
+import { userStream, type UserProfile } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';
 import { isUserNameTaken, unknownUserIds, type ScimUserRow } from './queries.ts';
+import type { ScimWriter } from './read-your-writes.ts';
 
 /** Who is calling: the employer and id of the SCIM token that authenticated the request. */
 export type ScimCaller = { employerId: string; tokenId: string };
@@ -22,10 +24,10 @@ function contextOf(caller: ScimCaller): CommandContext {
 }
 
 /** POST /Users: a PATIENT user of the caller's employer. Returns the new user's id. */
-export async function provisionScimUser(ctx: AppContext, caller: ScimCaller, doc: ScimUserDoc): Promise<string> {
+export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, doc: ScimUserDoc): Promise<string> {
   await assertUserNameFree(ctx, caller.employerId, doc.userName, null);
   const { userId } = await withScimErrors(() =>
-    registerUser(ctx.commands, contextOf(caller), {
+    registerUser(writer.deps, contextOf(caller), {
       employerId: caller.employerId,
       role: 'PATIENT',
       profile: profileOf(doc),
@@ -33,6 +35,7 @@ export async function provisionScimUser(ctx: AppContext, caller: ScimCaller, doc
       source: 'scim',
     }),
   );
+  await writer.awaitStream(userStream(caller.employerId, userId));
   return userId;
 }
 
@@ -40,7 +43,7 @@ export async function provisionScimUser(ctx: AppContext, caller: ScimCaller, doc
  * PUT, or PATCH once applied: brings the user to `doc`. Deactivation (active false) also revokes the
  * API keys the user created and ends the user's sessions.
  */
-export async function updateScimUser(ctx: AppContext, caller: ScimCaller, current: ScimUserRow, doc: ScimUserDoc): Promise<void> {
+export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, current: ScimUserRow, doc: ScimUserDoc): Promise<void> {
   const context = contextOf(caller);
   if (doc.userName.toLowerCase() !== current.user_name.toLowerCase()) await assertUserNameFree(ctx, caller.employerId, doc.userName, current.id);
   const profile = profileOf(doc);
@@ -53,30 +56,33 @@ export async function updateScimUser(ctx: AppContext, caller: ScimCaller, curren
     externalId: current.external_id,
     emails: current.emails,
   };
-  await withScimErrors(() => updateUserProfile(ctx.commands, context, caller.employerId, current.id, currentProfile, profile));
-  if (doc.active && !current.active) await withScimErrors(() => setUserActive(ctx.commands, context, caller.employerId, current.id, true));
-  if (!doc.active) await deactivate(ctx, caller, current.id, false);
+  await withScimErrors(() => updateUserProfile(writer.deps, context, caller.employerId, current.id, currentProfile, profile));
+  if (doc.active && !current.active) await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, current.id, true));
+  if (!doc.active) await deactivate(ctx, writer, caller, current.id, false);
+  await writer.awaitStream(userStream(caller.employerId, current.id));
 }
 
 /** DELETE /Users/{id}: deactivated and hidden from SCIM (404 from now on), but kept. */
-export async function deleteScimUser(ctx: AppContext, caller: ScimCaller, userId: string): Promise<void> {
-  await deactivate(ctx, caller, userId, true);
+export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string): Promise<void> {
+  await deactivate(ctx, writer, caller, userId, true);
+  await writer.awaitStream(userStream(caller.employerId, userId));
 }
 
-async function deactivate(ctx: AppContext, caller: ScimCaller, userId: string, scimDelete: boolean) {
+/** Key revocation and session ends go through their own capabilities' commands, which wait for their read models. */
+async function deactivate(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, scimDelete: boolean) {
   const context = contextOf(caller);
-  await withScimErrors(() => setUserActive(ctx.commands, context, caller.employerId, userId, false, scimDelete));
+  await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, userId, false, scimDelete));
   // Also when the user was already inactive: a key or session left over by a failed earlier attempt goes now.
   await revokeKeysCreatedBy(ctx, caller.employerId, userId, context);
   await endUserSessions(ctx, caller.employerId, userId, context);
 }
 
 /** POST /Groups. Returns the new group's id. */
-export async function createScimGroup(ctx: AppContext, caller: ScimCaller, doc: ScimGroupDoc): Promise<string> {
+export async function createScimGroup(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, doc: ScimGroupDoc): Promise<string> {
   const groupId = randomUUID();
   const members = doc.members.map((member) => member.value);
   await assertMembersOfEmployer(ctx, caller.employerId, members);
-  await runGroupCommand(ctx, caller, groupId, {
+  await runGroupCommand(writer, caller, groupId, {
     type: 'CreateGroup',
     groupId,
     employerId: caller.employerId,
@@ -88,12 +94,12 @@ export async function createScimGroup(ctx: AppContext, caller: ScimCaller, doc: 
 }
 
 /** PUT, or PATCH once applied: brings the group from `before` to `after` by member deltas. */
-export async function updateScimGroup(ctx: AppContext, caller: ScimCaller, groupId: string, before: ScimGroupDoc, after: ScimGroupDoc): Promise<void> {
+export async function updateScimGroup(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, groupId: string, before: ScimGroupDoc, after: ScimGroupDoc): Promise<void> {
   const previous = new Set(before.members.map((member) => member.value));
   const next = new Set(after.members.map((member) => member.value));
   const addMembers = [...next].filter((id) => !previous.has(id));
   await assertMembersOfEmployer(ctx, caller.employerId, addMembers);
-  await runGroupCommand(ctx, caller, groupId, {
+  await runGroupCommand(writer, caller, groupId, {
     type: 'ChangeGroup',
     displayName: after.displayName,
     externalId: after.externalId ?? null,
@@ -102,14 +108,15 @@ export async function updateScimGroup(ctx: AppContext, caller: ScimCaller, group
   });
 }
 
-export async function deleteScimGroup(ctx: AppContext, caller: ScimCaller, groupId: string): Promise<void> {
-  await runGroupCommand(ctx, caller, groupId, { type: 'DeleteGroup' });
+export async function deleteScimGroup(writer: ScimWriter, caller: ScimCaller, groupId: string): Promise<void> {
+  await runGroupCommand(writer, caller, groupId, { type: 'DeleteGroup' });
 }
 
-async function runGroupCommand(ctx: AppContext, caller: ScimCaller, groupId: string, command: GroupCommand) {
-  await withScimErrors(() =>
-    handleCommand(ctx.commands, { streamName: groupStream(caller.employerId, groupId), decider: groupDecider, command, context: contextOf(caller) }),
+async function runGroupCommand(writer: ScimWriter, caller: ScimCaller, groupId: string, command: GroupCommand) {
+  const { position } = await withScimErrors(() =>
+    handleCommand(writer.deps, { streamName: groupStream(caller.employerId, groupId), decider: groupDecider, command, context: contextOf(caller) }),
   );
+  if (position) await writer.awaitReadModels(position);
 }
 
 async function assertMembersOfEmployer(ctx: AppContext, employerId: string, userIds: string[]) {

@@ -36,6 +36,7 @@ import {
   type ScimGroupRow,
 } from './queries.ts';
 import type { ScimRateLimiter } from './rate-limit.ts';
+import { createScimWriter } from './read-your-writes.ts';
 
 export const SCIM_PATH = '/api/scim/v2';
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
@@ -89,6 +90,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     });
 
     const baseUrl = `${ctx.config.PUBLIC_BASE_URL}${SCIM_PATH}`;
+    const writer = createScimWriter(ctx);
     const route = <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined>(
       definition: Omit<RouteDefinition<Body, Params, Query, { public: true }>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, { public: true }>['responses'] },
     ) =>
@@ -176,7 +178,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
         const caller = callerOf(request);
-        const userId = await provisionScimUser(ctx, caller, parseScimUser(request.body));
+        const userId = await provisionScimUser(ctx, writer, caller, parseScimUser(request.body));
         return userResponse(reply, 201, caller, userId, query);
       },
     });
@@ -196,7 +198,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, callerOf(request), current, parseScimUser(request.body));
+        await updateScimUser(ctx, writer, callerOf(request), current, parseScimUser(request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -208,7 +210,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, callerOf(request), current, applyUserPatch(scimUserDoc(current), request.body));
+        await updateScimUser(ctx, writer, callerOf(request), current, applyUserPatch(scimUserDoc(current), request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -220,7 +222,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
         await currentUser(request, params.userId);
-        await deleteScimUser(ctx, callerOf(request), params.userId);
+        await deleteScimUser(ctx, writer, callerOf(request), params.userId);
         return reply.status(204).send();
       },
     });
@@ -267,7 +269,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 201: { description: 'The created group', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
         const caller = callerOf(request);
-        const groupId = await createScimGroup(ctx, caller, parseScimGroup(request.body));
+        const groupId = await createScimGroup(ctx, writer, caller, parseScimGroup(request.body));
         return groupResponse(reply, 201, caller, groupId, query);
       },
     });
@@ -287,7 +289,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
-        await updateScimGroup(ctx, callerOf(request), params.groupId, before, parseScimGroup(request.body));
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, parseScimGroup(request.body));
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -300,7 +302,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
         const { doc } = applyGroupPatch(before, request.body);
-        await updateScimGroup(ctx, callerOf(request), params.groupId, before, doc);
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, doc);
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -312,7 +314,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
         await currentGroup(request, params.groupId);
-        await deleteScimGroup(ctx, callerOf(request), params.groupId);
+        await deleteScimGroup(writer, callerOf(request), params.groupId);
         return reply.status(204).send();
       },
     });

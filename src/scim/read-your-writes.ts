@@ -1,0 +1,40 @@
+// IdPs read right after they write (Okta POSTs a user, then GETs or PATCHes it), so a SCIM request
+// answers only once the read models SCIM reads (users, groups, and the audit log) hold its writes.
+// It waits for exactly those, once per request, at its last event: not after each command for every
+// read model of the service, which would also wait for the e-mail reservation that no read model
+// shows, and for projections SCIM never reads.
+import { createProjectionWaiter } from '../../projections/runner.ts';
+import type { AppContext } from '../app-context.ts';
+import type { CommandDeps } from '../event-store/command-handler.ts';
+import type { Position } from '../event-store/port.ts';
+
+export type ScimWriter = {
+  /** For handleCommand and the tenants commands: appends without waiting for read models. */
+  deps: CommandDeps;
+  /** Resolves once users, groups and the audit log have applied events up to `position` (bounded wait). */
+  awaitReadModels(position: Position): Promise<void>;
+  /** The same for the last event of one stream (after commands that do not report their position). */
+  awaitStream(streamName: string): Promise<void>;
+};
+
+export const SCIM_READ_MODELS = ['tenants', 'scim-groups', 'audit'];
+
+export function createScimWriter(ctx: AppContext): ScimWriter {
+  const waitFor = createProjectionWaiter({
+    pool: ctx.db.slonik,
+    notifications: ctx.notifications,
+    names: SCIM_READ_MODELS,
+    timeoutMs: ctx.config.PROJECTION_WAIT_TIMEOUT_MS,
+  });
+  const awaitReadModels = async (position: Position) => {
+    if (!(await waitFor(position))) ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');
+  };
+  return {
+    deps: { eventStore: ctx.eventStore, waitForProjections: async () => {} },
+    awaitReadModels,
+    async awaitStream(streamName) {
+      const last = (await ctx.eventStore.readStream(streamName)).at(-1);
+      if (last) await awaitReadModels(last.position);
+    },
+  };
+}
