@@ -11,7 +11,8 @@ export const DELIVER_TASK = 'webhook_deliver';
 export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.number().int().positive() });
 export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
 
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /**
  * The job of one attempt. One job key per delivery (`webhook_delivery:<id>`), so the next attempt's
@@ -109,7 +110,7 @@ export async function finishAttempt(
   const nextRetryAt = result.ok ? null : input.nextRetryAt?.toISOString() ?? null;
   const outcome: DeliveryStatus = result.ok ? 'succeeded' : nextRetryAt === null ? 'failed' : 'pending';
   return pool.transaction(async (tx) => {
-    const status = await tx.maybeOneFirst(sql.type(z.object({ status: z.enum(['pending', 'succeeded', 'failed', 'cancelled']) }))`
+    const status = await tx.maybeOneFirst(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES) }))`
       UPDATE webhook_deliveries
       SET attempts = ${attempt}, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
           last_status_code = ${result.statusCode}, last_error = ${result.error},

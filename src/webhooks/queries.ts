@@ -4,9 +4,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
-import type { DeliveryStatus } from './deliveries.ts';
-
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly DeliveryStatus[];
+import { DELIVERY_STATUSES, type DeliveryStatus } from './deliveries.ts';
 
 export const webhookSubscription = z
   .object({

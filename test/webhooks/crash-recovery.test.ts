@@ -84,5 +84,5 @@ describe('a worker process killed mid-delivery', () => {
       return rows[0].n === 0;
     });
     expect(receiver.requests).toHaveLength(2);
-  });
+  }, 90_000); // three service starts, one of them a child process
 });

@@ -1,0 +1,141 @@
+// Webhook delivery, end to end: events appended to the event store, through the projection job
+// dispatcher, fan-out and delivery jobs on graphile-worker, to a local HTTPS receiver (127.0.0.1,
+// self-signed certificate, in a worker thread so it does not share the service's event loop).
+// (a) Sustained deliveries/s: a burst of events, each fanned out to several subscriptions; from the
+//     first append to the last delivery received.
+// (b) Commit-to-delivery latency at a steady 50 events/s to one subscription: from the append's
+//     commit (appendToStream resolved) to the receiver getting the request.
+//   npm run bench -- webhooks [burst events=400] [subscriptions=10] [steady seconds=10]
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { capabilities } from '../src/capabilities.ts';
+import { loadConfig } from '../src/config.ts';
+import type { RecordedEvent } from '../src/event-store/port.ts';
+import { startService } from '../src/main.ts';
+import { createWebhooksCapability } from '../src/webhooks/capability.ts';
+import { createWebhook } from '../src/webhooks/commands.ts';
+import { webhookEventMappings } from '../src/webhooks/event-types.ts';
+import { startHttpsReceiver } from '../test/support/https-receiver.ts';
+import { freePort, percentile, startBenchDatabase } from './support.ts';
+
+type Receipt = { run: string; seq: number; at: number };
+
+if (!isMainThread) await runReceiver();
+
+/** The receiver thread: answers 200 and reports (run, seq, time) of every delivery when asked. */
+async function runReceiver() {
+  const receipts: Receipt[] = [];
+  const receiver = await startHttpsReceiver();
+  receiver.respondWith((request) => {
+    const { data } = JSON.parse(request.body) as { data: { run: string; seq: number } };
+    receipts.push({ run: data.run, seq: data.seq, at: Date.now() });
+    request.rawBody = Buffer.alloc(0); // keep memory flat over long runs
+    return { status: 200 };
+  });
+  parentPort!.on('message', async (message: 'report' | 'close') => {
+    if (message === 'report') parentPort!.postMessage({ receipts });
+    else await receiver.close().then(() => process.exit(0));
+  });
+  parentPort!.postMessage({ url: receiver.url, ca: receiver.ca });
+}
+
+export default async function webhooksBench(args: string[]) {
+  const burstEvents = Number(args[0] ?? 400);
+  const subscriptions = Number(args[1] ?? 10);
+  const steadySeconds = Number(args[2] ?? 10);
+  const steadyRate = 50;
+
+  const thread = new Worker(new URL(import.meta.url));
+  const { url, ca } = await new Promise<{ url: string; ca: string }>((resolve) => thread.once('message', resolve));
+  const receipts = () =>
+    new Promise<Receipt[]>((resolve) => {
+      thread.once('message', (message: { receipts: Receipt[] }) => resolve(message.receipts));
+      thread.postMessage('report');
+    });
+
+  const mappings = {
+    ...webhookEventMappings,
+    BenchInvoicePaid: { webhookEvent: 'invoice.paid', data: (event: RecordedEvent) => ({ run: event.data.run, seq: event.data.seq }) },
+  } as const;
+  const database = await startBenchDatabase();
+  const port = await freePort();
+  const service = await startService({
+    config: loadConfig({
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: database.connectionUri,
+      DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
+      ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+      LOG_LEVEL: 'silent',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', // the receiver is on 127.0.0.1
+    }),
+    roles: ['projections', 'worker'],
+    capabilities: capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
+  });
+
+  const actor = { type: 'system', id: 'bench' } as const;
+  const append = (employerId: string, run: string, seq: number) =>
+    service.ctx.eventStore.appendToStream(`tenant-${employerId}.invoice-${randomUUID()}`, [{ type: 'BenchInvoicePaid', data: { run, seq } }], {
+      expectedRevision: 'no_stream',
+      metadata: { tenantId: employerId, actor, correlationId: randomUUID(), causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+    });
+  const subscribeTenant = async (employerId: string, count: number) => {
+    for (let i = 0; i < count; i++) {
+      await createWebhook(service.ctx, { tenantId: employerId, actor }, employerId, { url: `${url}/in/${i}`, events: ['invoice.paid'], description: null, maxFailures: 10 });
+    }
+  };
+  const waitForReceipts = async (run: string, count: number, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const mine = (await receipts()).filter((receipt) => receipt.run === run);
+      if (mine.length >= count || Date.now() > deadline) return mine;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  try {
+    // Warm-up: connections, prepared plans, the TLS session to the receiver.
+    await subscribeTenant('emp_bench_warm', 1);
+    for (let i = 0; i < 20; i++) await append('emp_bench_warm', 'warm', i);
+    await waitForReceipts('warm', 20, 30_000);
+
+    // (a) Burst.
+    await subscribeTenant('emp_bench_burst', subscriptions);
+    const burstStarted = Date.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < burstEvents) await append('emp_bench_burst', 'burst', next++);
+    }));
+    const expected = burstEvents * subscriptions;
+    const burst = await waitForReceipts('burst', expected, 120_000);
+    const burstSeconds = (Math.max(...burst.map((receipt) => receipt.at)) - burstStarted) / 1000;
+    console.log(`(a) burst: ${burstEvents} events x ${subscriptions} subscriptions = ${expected} deliveries`);
+    console.log(`    received ${burst.length} in ${burstSeconds.toFixed(2)} s: ${(burst.length / burstSeconds).toFixed(0)} deliveries/s`);
+
+    // (b) Steady rate, one subscription.
+    await subscribeTenant('emp_bench_steady', 1);
+    const total = steadyRate * steadySeconds;
+    const committedAt = new Array<number>(total);
+    const started = performance.now();
+    const appends: Promise<void>[] = [];
+    for (let seq = 0; seq < total; seq++) {
+      const due = started + (seq * 1000) / steadyRate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      appends.push(append('emp_bench_steady', 'steady', seq).then(() => void (committedAt[seq] = Date.now())));
+    }
+    await Promise.all(appends);
+    const steady = await waitForReceipts('steady', total, 60_000);
+    const latencies = steady.map((receipt) => receipt.at - committedAt[receipt.seq]!).sort((a, b) => a - b);
+    console.log(`(b) steady: ${steadyRate} events/s for ${steadySeconds} s, 1 subscription: ${steady.length}/${total} delivered`);
+    console.log(`    commit-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`);
+  } finally {
+    await service.stop();
+    await database.stop();
+    thread.postMessage('close');
+  }
+}
