@@ -98,31 +98,33 @@ export function createProjectionWaiter(deps: {
     }
     for (const wake of waiters) wake();
   });
-  const caughtUp = (position: Position) =>
-    deps.names.every((name) => {
+  const caughtUp = (position: Position, names: readonly string[]) =>
+    names.every((name) => {
       const checkpoint = known.get(name);
       return checkpoint !== undefined && comparePositions(checkpoint, position) >= 0;
     });
-  const refresh = async () => {
-    for (const name of deps.names) {
+  const refresh = async (names: readonly string[]) => {
+    for (const name of names) {
       const position = await readCheckpoint(deps.pool, name);
       const previous = known.get(name);
       if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
     }
   };
 
-  return async function waitForProjections(position: Position): Promise<boolean> {
+  /** `names` narrows the wait to some of the projections (default: all of `deps.names`). */
+  return async function waitForProjections(position: Position, names: readonly string[] = deps.names): Promise<boolean> {
+    if (names.length === 0) return true;
     await listening;
-    if (caughtUp(position)) return true;
-    await refresh();
-    if (caughtUp(position)) return true;
+    if (caughtUp(position, names)) return true;
+    await refresh(names);
+    if (caughtUp(position, names)) return true;
     return new Promise<boolean>((resolve) => {
       const done = (result: boolean) => {
         clearTimeout(timer);
         waiters.delete(check);
         resolve(result);
       };
-      const check = () => caughtUp(position) && done(true);
+      const check = () => caughtUp(position, names) && done(true);
       const timer = setTimeout(() => done(false), deps.timeoutMs);
       waiters.add(check);
       check(); // a notification may have landed during the refresh above

@@ -80,12 +80,17 @@ export async function startService(options: {
   const eventStore = await createEventStore(config, db, notifications);
   const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
 
+  const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);
   const waitForProjections = createProjectionWaiter({
     pool: db.slonik,
     notifications,
-    names: projections.filter((projection) => projection.awaitedByCommands).map((projection) => projection.name),
+    names: awaitedProjections.map((projection) => projection.name),
     timeoutMs: config.PROJECTION_WAIT_TIMEOUT_MS,
   });
+  // Only the read models that handle a command's events are waited for: an e-mail reservation, which
+  // no read model shows, costs no wait at all.
+  const projectionsHandling = (eventTypes: readonly string[]) =>
+    awaitedProjections.filter((projection) => eventTypes.some((type) => projection.eventTypes.includes(type))).map((projection) => projection.name);
   const ctx: AppContext = {
     config,
     db,
@@ -94,9 +99,9 @@ export async function startService(options: {
     logger,
     commands: {
       eventStore,
-      waitForProjections: async (position) => {
+      waitForProjections: async (position, eventTypes) => {
         // When no projection runs in this process or elsewhere, the bounded wait simply times out.
-        if (!(await waitForProjections(position))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
+        if (!(await waitForProjections(position, projectionsHandling(eventTypes)))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
       },
     },
     openapi: new OpenAPIRegistry(),
@@ -142,9 +147,10 @@ export async function startService(options: {
     stop: () =>
       (stopping ??= (async () => {
         await server?.close(); // in-flight requests finish first
-        for (const hook of ctx.shutdownHooks) await hook().catch((error) => logger.error({ err: error }, 'shutdown hook failed'));
         await worker?.stop(); // running jobs finish first
         await projectionRunner?.stop();
+        // Then what capabilities hold open (telemetry flushes, HTTP pools, leases), with the database still up.
+        for (const hook of ctx.shutdownHooks) await hook().catch((error) => logger.error({ err: error }, 'shutdown hook failed'));
         await eventStore.close();
         await notifications.close();
         await closeDatabase(db);

@@ -14,8 +14,8 @@ export type CommandContext = {
 
 export type CommandDeps = {
   eventStore: EventStore;
-  /** Resolves once every read model has applied events up to `position` (bounded wait). */
-  waitForProjections: (position: Position) => Promise<void>;
+  /** Resolves once the read models that handle `eventTypes` have applied events up to `position` (bounded wait). */
+  waitForProjections: (position: Position, eventTypes: readonly string[]) => Promise<void>;
 };
 
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
@@ -54,7 +54,7 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
           },
         },
       );
-      await deps.waitForProjections(position);
+      await deps.waitForProjections(position, [...new Set(newEvents.map((event) => event.type))]);
       return { newEvents, state: newEvents.reduce(decider.evolve, state), position };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;

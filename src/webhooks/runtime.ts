@@ -1,8 +1,9 @@
 // What the webhooks capability holds per running service: the pooled, address-checking dispatcher
 // (one per process, src/webhooks/safe-target.ts) and, in worker processes, the worker lease.
-// Shutdown hooks run before the worker stops, so stopping first lets the attempts in flight finish,
-// then closes the pool and gives up the lease; jobs that arrive after that fail fast and run again
-// later (the delivery is claimed only after this check, so nothing is half-done).
+// Shutdown hooks run after the worker has finished its running jobs; stopping still waits for any
+// attempt in flight (a direct test call), then closes the pool and gives up the lease. A job that
+// arrives after that fails fast and runs again later (the delivery is claimed only after this check,
+// so nothing is half-done).
 import { sql } from 'slonik';
 import type { Agent } from 'undici';
 import type { AppContext } from '../app-context.ts';
