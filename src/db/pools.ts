@@ -1,11 +1,10 @@
-// Clients of one database: slonik (typed SQL in tagged templates) for read models and queries; a
-// second slonik pool for the event store, whose reads and appends are independent of any read-model
-// transaction (a rebuild reads events while holding its swap transaction open, which slonik would
-// otherwise refuse as a "foreign connection"); and a plain pg pool for graphile-worker.
+// Clients of one database: slonik (typed SQL in tagged templates) for read models and queries; a pg
+// pool for the event store (its hot path, and independent of read-model transactions: a rebuild reads
+// events while it holds its swap transaction open); and a pg pool for graphile-worker.
 import pg from 'pg';
 import { createPool, createTypeParserPreset, type DatabasePool } from 'slonik';
 
-export type Database = { slonik: DatabasePool; eventStore: DatabasePool; pg: pg.Pool; connectionUri: string };
+export type Database = { slonik: DatabasePool; eventStore: pg.Pool; pg: pg.Pool; connectionUri: string };
 
 /** A stuck writer holding a transaction open would stall every event reader (they read below xmin). */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
@@ -21,14 +20,23 @@ export async function openDatabase(connectionUri: string, options: { maximumPool
     ],
   };
   const slonik = await createPool(connectionUri, { ...settings, maximumPoolSize: options.maximumPoolSize ?? 20 });
-  const eventStore = await createPool(connectionUri, { ...settings, maximumPoolSize: 20, dangerouslyAllowForeignConnections: true });
-  const pgPool = new pg.Pool({ connectionString: connectionUri, max: 10 });
-  // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
-  pgPool.on('error', () => {});
-  pgPool.on('connect', (client) => client.on('error', () => {}));
+  const eventStore = newPgPool(connectionUri, 20);
+  const pgPool = newPgPool(connectionUri, 10);
   return { slonik, eventStore, pg: pgPool, connectionUri };
 }
 
 export async function closeDatabase(db: Database): Promise<void> {
   await Promise.allSettled([db.slonik.end(), db.eventStore.end(), db.pg.end()]);
+}
+
+function newPgPool(connectionUri: string, max: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: connectionUri,
+    max,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  });
+  // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
 }

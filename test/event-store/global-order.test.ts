@@ -2,7 +2,8 @@
 // never skips an event whose transaction commits after one with a higher position.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
+import { randomUUID } from 'node:crypto';
+import { APPEND_SQL, createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, comparePositions, type EventMetadata, type EventStore, type Position } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -50,8 +51,8 @@ describe('Postgres event store: global order', () => {
         await client.connect();
         await client.query('BEGIN');
         await client.query(
-          `SELECT * FROM append_to_stream($1, $2, -2, ARRAY[gen_random_uuid()], ARRAY['Raced'], ARRAY[$3::jsonb], $4::jsonb)`,
-          [`tenant-${tenantId}.held-${i}`, tenantId, JSON.stringify({ n: `held-${i}` }), JSON.stringify(metadata(tenantId))],
+          APPEND_SQL,
+          [`tenant-${tenantId}.held-${i}`, tenantId, -2, [randomUUID()], ['Raced'], [JSON.stringify({ n: `held-${i}` })], JSON.stringify(metadata(tenantId))],
         );
         return client;
       }),
