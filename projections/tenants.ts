@@ -1,8 +1,9 @@
 // Read models `employers` and `users`.
-import { sql } from 'slonik';
-import type { EmployerEvent } from '../src/tenants/employer.ts';
-import type { UserEmail, UserEvent } from '../src/tenants/user.ts';
-import type { Projection } from './projection.ts';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
+import type { RecordedEvent } from '../src/event-store/port.ts';
+import type { EmployerCreated } from '../src/tenants/employer.ts';
+import type { UserEmail, UserEvent, UserRegistered } from '../src/tenants/user.ts';
+import { runsOfSameType, type Projection } from './projection.ts';
 
 export const tenantsProjection: Projection = {
   name: 'tenants',
@@ -10,51 +11,76 @@ export const tenantsProjection: Projection = {
   eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated'],
   awaitedByCommands: true,
   async apply(tx, events) {
-    for (const recorded of events) {
-      const event = recorded as unknown as EmployerEvent | UserEvent;
-      const at = recorded.metadata.occurredAt;
-      switch (event.type) {
-        case 'EmployerCreated':
-          await tx.query(sql.unsafe`INSERT INTO employers (id, name, created_at) VALUES (${event.data.employerId}, ${event.data.name}, ${event.data.createdAt})`);
-          break;
-        case 'UserRegistered': {
-          const d = event.data;
-          await tx.query(sql.unsafe`
-            INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
-                               created_at, updated_at, emails, work_email)
-            VALUES (${d.userId}, ${d.employerId}, ${d.email}, ${d.role}, ${d.userName}, ${d.givenName}, ${d.familyName}, ${d.displayName},
-                    ${d.externalId}, ${d.active}, ${d.source}, ${recorded.streamRevision.toString()}::bigint, ${at}, ${at},
-                    ${sql.jsonb(scimEmails(d.emails, d.email))}, ${workEmail(d.emails, d.email)})`);
-          break;
-        }
-        case 'UserProfileUpdated': {
-          const c = event.data.changes;
-          const set = (column: string, value: string | null | undefined) =>
-            value === undefined ? null : sql.fragment`${sql.identifier([column])} = ${value}`;
-          const assignments = [
-            set('email', c.email), set('user_name', c.userName), set('given_name', c.givenName),
-            set('family_name', c.familyName), set('display_name', c.displayName), set('external_id', c.externalId),
-            ...emailListAssignments(c.emails, c.email),
-          ].filter((fragment) => fragment !== null);
-          await tx.query(sql.unsafe`
-            UPDATE users SET ${sql.join([...assignments, sql.fragment`version = ${recorded.streamRevision.toString()}::bigint`, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
-            WHERE id = ${event.data.userId}`);
-          break;
-        }
-        case 'UserDeactivated':
-          await tx.query(sql.unsafe`
-            UPDATE users SET active = false, scim_deleted = scim_deleted OR ${event.data.scimDeleted},
-              version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at}
-            WHERE id = ${event.data.userId}`);
-          break;
-        case 'UserReactivated':
-          await tx.query(sql.unsafe`
-            UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
-          break;
-      }
+    // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
+    for (const run of runsOfSameType(events)) {
+      if (run[0]!.type === 'EmployerCreated') await insertEmployers(tx, run);
+      else if (run[0]!.type === 'UserRegistered') await insertUsers(tx, run);
+      else for (const event of run) await applyUserChange(tx, event);
     }
   },
 };
+
+async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
+  const rows = run.map((recorded) => {
+    const { data } = recorded as unknown as EmployerCreated;
+    return { id: data.employerId, name: data.name, created_at: data.createdAt };
+  });
+  await tx.query(sql.unsafe`
+    INSERT INTO employers (id, name, created_at)
+    SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
+}
+
+async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
+  const rows = run.map((recorded) => {
+    const { data: d } = recorded as unknown as UserRegistered;
+    const at = recorded.metadata.occurredAt;
+    return {
+      id: d.userId, employer_id: d.employerId, email: d.email, role: d.role, user_name: d.userName, given_name: d.givenName,
+      family_name: d.familyName, display_name: d.displayName, external_id: d.externalId, active: d.active, source: d.source,
+      version: recorded.streamRevision.toString(), created_at: at, updated_at: at, emails: scimEmails(d.emails, d.email),
+      work_email: workEmail(d.emails, d.email),
+    };
+  });
+  await tx.query(sql.unsafe`
+    INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
+                       created_at, updated_at, emails, work_email)
+    SELECT id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
+           created_at, updated_at, emails, work_email
+    FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, employer_id text, email text, role text, user_name text, given_name text,
+      family_name text, display_name text, external_id text, active boolean, source text, version bigint, created_at timestamptz,
+      updated_at timestamptz, emails jsonb, work_email text)`);
+}
+
+async function applyUserChange(tx: DatabaseTransactionConnection, recorded: RecordedEvent) {
+  const event = recorded as unknown as UserEvent;
+  const at = recorded.metadata.occurredAt;
+  switch (event.type) {
+    case 'UserProfileUpdated': {
+      const c = event.data.changes;
+      const set = (column: string, value: string | null | undefined) =>
+        value === undefined ? null : sql.fragment`${sql.identifier([column])} = ${value}`;
+      const assignments = [
+        set('email', c.email), set('user_name', c.userName), set('given_name', c.givenName),
+        set('family_name', c.familyName), set('display_name', c.displayName), set('external_id', c.externalId),
+        ...emailListAssignments(c.emails, c.email),
+      ].filter((fragment) => fragment !== null);
+      await tx.query(sql.unsafe`
+        UPDATE users SET ${sql.join([...assignments, sql.fragment`version = ${recorded.streamRevision.toString()}::bigint`, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
+        WHERE id = ${event.data.userId}`);
+      break;
+    }
+    case 'UserDeactivated':
+      await tx.query(sql.unsafe`
+        UPDATE users SET active = false, scim_deleted = scim_deleted OR ${event.data.scimDeleted},
+          version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at}
+        WHERE id = ${event.data.userId}`);
+      break;
+    case 'UserReactivated':
+      await tx.query(sql.unsafe`
+        UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
+      break;
+  }
+}
 
 /** The SCIM e-mail list kept for a user: what SCIM sent, else the sign-in e-mail as the work address. */
 function scimEmails(emails: UserEmail[] | undefined, email: string): UserEmail[] {
