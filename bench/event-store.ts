@@ -68,7 +68,7 @@ export default async function eventStoreBench(): Promise<void> {
 
     for (const projection of service.projections.filter((p) => p.name === 'audit' || p.name === 'tenants')) {
       const started = performance.now();
-      const result = await rebuildProjection({ pool: db.slonik, eventStore, projection });
+      const result = await rebuildProjection({ db, eventStore, projection });
       const seconds = (performance.now() - started) / 1000;
       console.log(`    rebuild ${projection.name.padEnd(8)}: ${result.eventsApplied} events applied in ${seconds.toFixed(1)} s = ${(Number(total) / seconds).toFixed(0)} events/s read and applied (goal >= 25000)`);
     }

@@ -2,26 +2,53 @@
 // within one transaction, so queries see the old model until the new one is complete: never an empty
 // or half-built one. The live runner keeps going meanwhile; the swap locks its checkpoint.
 import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
 import { START, comparePositions, type EventStore, type Position } from '../src/event-store/port.ts';
+import type { Database } from '../src/db/pools.ts';
 import type { Projection } from './projection.ts';
 
-const REBUILD_BATCH = 5000;
+const REBUILD_BATCH = 10_000;
+
+const constraintRow = z.object({ name: z.string(), definition: z.string() });
+const indexRow = z.object({ definition: z.string(), unique: z.boolean() });
 
 export type RebuildProgress = (progress: { applied: number; position: Position }) => void;
 
 export async function rebuildProjection(deps: {
-  pool: DatabasePool;
+  db: Database;
   eventStore: EventStore;
   projection: Projection;
   onProgress?: RebuildProgress;
 }): Promise<{ eventsApplied: number; position: Position }> {
-  const { pool, eventStore, projection } = deps;
+  const { db, eventStore, projection } = deps;
+  const pool = db.slonik;
+  // DDL that Postgres itself wrote (pg_get_indexdef, pg_get_constraintdef) around our own schema and
+  // table names runs as text on the plain pg pool; nothing from a request ever reaches it.
+  const ddl = async (text: string) => void (await db.pg.query(text));
   if (projection.rebuildable === false) throw new Error(`Projection ${projection.name} cannot be rebuilt: replaying it would repeat its effects`);
   const schema = `rebuild_${projection.name.replaceAll('-', '_')}`;
   await pool.query(sql.unsafe`DROP SCHEMA IF EXISTS ${sql.identifier([schema])} CASCADE`);
   await pool.query(sql.unsafe`CREATE SCHEMA ${sql.identifier([schema])}`);
+  // Fresh tables with the live ones' columns, defaults, constraints and unique indexes (updates by key
+  // and ON CONFLICT need them during the replay). Plain indexes are built once, after the bulk of the
+  // replay, which is much cheaper than maintaining them row by row. Every name is kept, so after the
+  // swap the tables look exactly as the migrations made them.
+  const deferredIndexes: string[] = [];
   for (const table of projection.tables) {
-    await pool.query(sql.unsafe`CREATE TABLE ${sql.identifier([schema, table])} (LIKE ${sql.identifier(['public', table])} INCLUDING ALL)`);
+    await pool.query(sql.unsafe`CREATE TABLE ${sql.identifier([schema, table])} (LIKE ${sql.identifier(['public', table])} INCLUDING ALL EXCLUDING INDEXES)`);
+    for (const { name, definition } of await pool.any(sql.type(constraintRow)`
+      SELECT conname AS name, pg_get_constraintdef(oid) AS definition FROM pg_constraint
+      WHERE conrelid = ${`public.${table}`}::regclass AND contype IN ('p', 'u', 'x')`)) {
+      await ddl(`ALTER TABLE ${schema}.${table} ADD CONSTRAINT ${name} ${definition}`);
+    }
+    for (const { definition, unique } of await pool.any(sql.type(indexRow)`
+      SELECT pg_get_indexdef(i.indexrelid) AS definition, i.indisunique AS unique FROM pg_index i
+      WHERE i.indrelid = ${`public.${table}`}::regclass
+        AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`)) {
+      const inRebuildSchema = definition.replace(` ON public.${table} `, ` ON ${schema}.${table} `);
+      if (unique) await ddl(inRebuildSchema);
+      else deferredIndexes.push(inRebuildSchema);
+    }
   }
 
   let position: Position = START;
@@ -49,6 +76,8 @@ export async function rebuildProjection(deps: {
     await pool.transaction((tx) => applyInto(tx, position));
     if (comparePositions(position, before) === 0) break;
   }
+
+  for (const definition of deferredIndexes) await ddl(definition);
 
   // Final catch-up and swap, with the live runner held off by the checkpoint lock.
   await pool.transaction(async (tx) => {

@@ -136,7 +136,7 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
     let read = 0;
     const started = performance.now();
     const result = await rebuildProjection({
-      pool: service.ctx.db.slonik,
+      db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
       onProgress: ({ position }) => progress.update((read = Math.min(total, Number(position.prepare)))),

@@ -86,7 +86,7 @@ describe('projection runner', () => {
     const readers = Array.from({ length: 3 }, async () => {
       while (rebuilding) observed.push(await countEmployers());
     });
-    const result = await rebuildProjection({ pool: database.db.slonik, eventStore: store, projection: tenantsProjection });
+    const result = await rebuildProjection({ db: database.db, eventStore: store, projection: tenantsProjection });
     rebuilding = false;
     await Promise.all(readers);
 
@@ -94,6 +94,10 @@ describe('projection runner', () => {
     expect(observed.length).toBeGreaterThan(0);
     expect(observed.every((count) => count === total)).toBe(true);
     expect(await countEmployers()).toBe(total);
+    // The swapped-in tables carry the migrations' own index and constraint names.
+    const indexes = await database.db.slonik.anyFirst(sql.type(z.object({ indexname: z.string() }))`
+      SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename IN ('employers', 'users')`);
+    expect(indexes).toEqual(expect.arrayContaining(['employers_pkey', 'users_pkey', 'users_by_email', 'users_by_employer', 'users_by_employer_user_name']));
     // The model keeps following new events after the swap.
     await appendEmployers(store, 1, 'after-');
     expect(await applyBatch(database.db.slonik, tenantsProjection, await readEverything(store, 321))).toBe(1);
