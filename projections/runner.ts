@@ -20,20 +20,25 @@ export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
 
+/** Creates the checkpoint row if needed and locks it for this transaction (the upsert takes the row lock). */
 async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<Position> {
-  await tx.query(sql.unsafe`INSERT INTO projection_checkpoints (name) VALUES (${name}) ON CONFLICT DO NOTHING`);
   const row = await tx.one(sql.type(checkpointRow)`
-    SELECT position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ${name} FOR UPDATE`);
+    INSERT INTO projection_checkpoints (name) VALUES (${name})
+    ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+    RETURNING position_commit::text, position_prepare::text`);
   return { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
 }
 
+/** Moves the checkpoint and announces it (delivered at commit) in one round trip. */
 async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, position: Position, applied: number) {
   await tx.query(sql.unsafe`
-    UPDATE projection_checkpoints
-    SET position_commit = ${position.commit.toString()}::bigint, position_prepare = ${position.prepare.toString()}::bigint,
-        events_applied = events_applied + ${applied}, updated_at = now()
-    WHERE name = ${name}`);
-  await tx.query(sql.unsafe`SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`})`);
+    WITH saved AS (
+      UPDATE projection_checkpoints
+      SET position_commit = ${position.commit.toString()}::bigint, position_prepare = ${position.prepare.toString()}::bigint,
+          events_applied = events_applied + ${applied}, updated_at = now()
+      WHERE name = ${name}
+      RETURNING name)
+    SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`}) FROM saved`);
 }
 
 /** Applies one batch to a projection in the transaction that moves its checkpoint. */
@@ -67,10 +72,17 @@ export async function startProjectionRunner(deps: {
   for (const projection of deps.projections) {
     const after = await readCheckpoint(deps.pool, projection.name);
     subscriptions.push(
-      deps.eventStore.subscribeToAll(
-        { after, onError: (error) => deps.onError(projection.name, error) },
-        async (batch) => void (await applyBatch(deps.pool, projection, batch)),
-      ),
+      deps.eventStore.subscribeToAll({ after, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
+        // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
+        // the next relevant batch (after a restart the skipped events are read and skipped again), and
+        // commands waiting for this projection learn the new position from the notification alone.
+        if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
+          const passed = `${projection.name} ${formatPosition(batch[batch.length - 1]!.position)}`;
+          await deps.pool.query(sql.unsafe`SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${passed})`);
+          return;
+        }
+        await applyBatch(deps.pool, projection, batch);
+      }),
     );
   }
   return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };

@@ -121,8 +121,9 @@ async function projectionsStatus(service: Service) {
     const position = await readCheckpoint(pool, projection.name);
     const lag = await pool.oneFirst(sql.type(z.object({ lag: z.number() }))`
       SELECT count(*)::int AS lag FROM events
-      WHERE (transaction_id, global_position) > (${position.commit.toString()}::xid8, ${position.prepare.toString()}::bigint)`);
-    rows.push({ projection: projection.name, position: formatPosition(position), lagEvents: lag, rebuildable: projection.rebuildable !== false });
+      WHERE (transaction_id, global_position) > (${position.commit.toString()}::xid8, ${position.prepare.toString()}::bigint)
+        AND type = ANY(${sql.array([...projection.eventTypes], 'text')})`);
+    rows.push({ projection: projection.name, position: formatPosition(position), pendingEvents: lag, rebuildable: projection.rebuildable !== false });
   }
   console.table(rows);
 }

@@ -133,7 +133,7 @@ export async function startService(options: {
     server = await buildServer(
       ctx,
       capabilities.flatMap((capability) => capability.routes ?? []),
-      { projectionsStalled: () => stalledProjections(ctx) },
+      { projectionsStalled: () => stalledProjections(ctx, projections) },
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
   }
@@ -159,12 +159,17 @@ export async function startService(options: {
   };
 }
 
-/** Projections with events waiting that have not moved for a minute. */
-async function stalledProjections(ctx: AppContext): Promise<string[]> {
-  return [
-    ...(await ctx.db.slonik.anyFirst(sql.type(z.object({ name: z.string() }))`
-      SELECT c.name FROM projection_checkpoints c
-      WHERE c.updated_at < now() - interval '60 seconds'
-        AND EXISTS (SELECT 1 FROM events e WHERE (e.transaction_id, e.global_position) > (c.position_commit::text::xid8, c.position_prepare))`)),
-  ];
+/** Projections with events of their types waiting that have not moved for a minute. */
+async function stalledProjections(ctx: AppContext, projections: Projection[]): Promise<string[]> {
+  const waiting = await ctx.db.slonik.anyFirst(sql.type(z.object({ name: z.string() }))`
+    SELECT c.name FROM projection_checkpoints c
+    JOIN jsonb_each(${sql.jsonb(Object.fromEntries(projections.map((projection) => [projection.name, projection.eventTypes])))}) AS p(name, types)
+      ON p.name = c.name
+    WHERE c.updated_at < now() - interval '60 seconds'
+      AND EXISTS (
+        SELECT 1 FROM events e
+        WHERE (e.transaction_id, e.global_position) > (c.position_commit::text::xid8, c.position_prepare)
+          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          AND e.type IN (SELECT jsonb_array_elements_text(p.types)))`);
+  return [...waiting];
 }

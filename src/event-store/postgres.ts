@@ -23,7 +23,8 @@ const EXPECTED_NO_STREAM = -2n;
 const DEFAULT_READ_BATCH = 1000;
 /** Subscribers also poll this often, in case a notification was lost with a dropped connection. */
 const SUBSCRIPTION_POLL_MS = 2000;
-const HORIZON_RECHECK_MS = 10;
+/** Events hidden behind an older running transaction usually show within a millisecond or two. */
+const HORIZON_RECHECK_MS = 2;
 const ERROR_RETRY_MS = 1000;
 const NOTIFY_INTERVAL_MS = 5;
 
@@ -118,8 +119,17 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
     }
   };
 
+  // Whether the newest event is still beyond the read horizon. Written as "the last row by the index"
+  // on purpose: with LIMIT 1 and a plain range condition the planner expects matches everywhere and
+  // scans the table (17 ms at 50,000 events, measured), on every empty read.
   const hasEventsBeyondHorizon = async () =>
-    (await pool.query(`SELECT 1 FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot()) LIMIT 1`)).rowCount! > 0;
+    (
+      await pool.query({
+        name: 'events.beyond-horizon',
+        text: `SELECT 1 FROM (SELECT transaction_id FROM events ORDER BY transaction_id DESC, global_position DESC LIMIT 1) newest
+               WHERE newest.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())`,
+      })
+    ).rowCount! > 0;
 
   return {
     async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
