@@ -7,9 +7,11 @@ export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; conc
   return run({
     pgPool: deps.pgPool,
     taskList: deps.tasks,
-    concurrency: deps.concurrency ?? 8,
+    concurrency: deps.concurrency ?? 16,
     noHandleSignals: true,
     pollInterval: 2000,
     logger: silentWorkerLogger(),
+    // Fetch and lock jobs in batches, and complete them in batches, instead of one round trip each.
+    preset: { worker: { localQueue: { size: 32 }, completeJobBatchDelay: 0 } },
   });
 }
