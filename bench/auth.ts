@@ -67,7 +67,7 @@ export default async function benchAuth(args: string[]) {
   const rounds = Number(args[1] ?? 3);
   const connections = Number(args[2] ?? 16);
   const { startEmbeddedPostgres } = await import('../src/db/embedded-postgres.ts');
-  const { freePort } = await import('../test/support/global-setup.ts');
+  const { freePort } = await import('../test/support/ports.ts');
   const { loadConfig } = await import('../src/config.ts');
   const { startService } = await import('../src/main.ts');
   const { capabilities } = await import('../src/capabilities.ts');

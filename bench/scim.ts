@@ -8,40 +8,23 @@
 // for the run (it would cap one employer at 50 requests/s): this measures the service, not the limit.
 //   npm run bench -- scim [provisioned users=2000] [filter requests=2000] [seeded users=50000]
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql, type DatabasePool } from 'slonik';
 import { Pool } from 'undici';
 import { z } from 'zod';
 import { capabilities } from '../src/capabilities.ts';
-import { loadConfig } from '../src/config.ts';
 import { issueSignInToken } from '../src/identity/commands.ts';
-import { startService } from '../src/main.ts';
 import { createScimCapability } from '../src/scim/capability.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { freePort, percentile, startBenchDatabase } from './support.ts';
+import { percentile, startBenchService } from './support.ts';
 
 const MAX_SECONDS_PER_PHASE = 60;
 const UNLIMITED = { perSecond: 1e9, burst: 1e9 };
 
 export default async function scimBench(args: string[]) {
   const [provisionCount = 2000, filterCount = 2000, seededUsers = 50_000] = args.map(Number);
-  const database = await startBenchDatabase();
-  const port = await freePort();
-  const config = loadConfig({
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    DATABASE_URL: database.connectionUri,
-    DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
-    LOG_LEVEL: 'silent',
-  });
   const scim = createScimCapability({ rateLimits: { perToken: UNLIMITED, failedAuthPerAddress: UNLIMITED } });
-  const service = await startService({ config, capabilities: capabilities.map((capability) => (capability.name === 'scim' ? scim : capability)) });
-  const http = new Pool(config.PUBLIC_BASE_URL, { connections: 1 });
+  const service = await startBenchService({ capabilities: capabilities.map((capability) => (capability.name === 'scim' ? scim : capability)) });
+  const http = new Pool(service.url, { connections: 1 });
   try {
     const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { name: 'Bench', adminEmail: 'admin@bench.test', actor: { type: 'system', id: 'bench' } });
     const token = await enableScim(http, service.ctx, employerId, adminUserId);
@@ -114,8 +97,7 @@ export default async function scimBench(args: string[]) {
       `p50 ${ms(filterLatencies, 50)} p99 ${ms(filterLatencies, 99)} (goal p99 < 20 ms)${misses ? `, ${misses} WRONG ANSWERS` : ''}`);
   } finally {
     await http.close();
-    await service.stop();
-    await database.stop();
+    await service.stopAll();
   }
 }
 

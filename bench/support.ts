@@ -1,13 +1,16 @@
 // What every benchmark needs: a real Postgres of its own (embedded in a temp directory, or
 // DATABASE_URL's server with a fresh database), the service started on it, and percentile maths.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
+import type { Capability } from '../src/capability.ts';
 import { startService, type Role, type Service } from '../src/main.ts';
+import { freePort } from '../test/support/ports.ts';
+
+export { freePort };
 
 export type BenchDatabase = { connectionUri: string; stop(): Promise<void> };
 
@@ -34,7 +37,9 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
   };
 }
 
-export async function startBenchService(options: { env?: Record<string, string>; roles?: Role[] } = {}): Promise<Service & { url: string; stopAll(): Promise<void> }> {
+export async function startBenchService(
+  options: { env?: Record<string, string>; roles?: Role[]; capabilities?: Capability[] } = {},
+): Promise<Service & { url: string; stopAll(): Promise<void> }> {
   const database = await startBenchDatabase();
   const port = await freePort();
   const config = loadConfig({
@@ -48,7 +53,11 @@ export async function startBenchService(options: { env?: Record<string, string>;
     LOG_LEVEL: 'silent',
     ...options.env,
   });
-  const service = await startService({ config, ...(options.roles ? { roles: options.roles } : {}) });
+  const service = await startService({
+    config,
+    ...(options.roles ? { roles: options.roles } : {}),
+    ...(options.capabilities ? { capabilities: options.capabilities } : {}),
+  });
   return {
     ...service,
     url: config.PUBLIC_BASE_URL,
@@ -59,16 +68,6 @@ export async function startBenchService(options: { env?: Record<string, string>;
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return Number.NaN;

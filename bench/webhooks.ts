@@ -7,19 +7,14 @@
 //     commit (appendToStream resolved) to the receiver getting the request.
 //   npm run bench -- webhooks [burst events=400] [subscriptions=10] [steady seconds=10]
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { capabilities } from '../src/capabilities.ts';
-import { loadConfig } from '../src/config.ts';
 import type { RecordedEvent } from '../src/event-store/port.ts';
-import { startService } from '../src/main.ts';
 import { createWebhooksCapability } from '../src/webhooks/capability.ts';
 import { createWebhook } from '../src/webhooks/commands.ts';
 import { webhookEventMappings } from '../src/webhooks/event-types.ts';
 import { startHttpsReceiver } from '../test/support/https-receiver.ts';
-import { freePort, percentile, startBenchDatabase } from './support.ts';
+import { percentile, startBenchService } from './support.ts';
 
 type Receipt = { run: string; seq: number; at: number };
 
@@ -60,19 +55,8 @@ export default async function webhooksBench(args: string[]) {
     ...webhookEventMappings,
     BenchInvoicePaid: { webhookEvent: 'invoice.paid', data: (event: RecordedEvent) => ({ run: event.data.run, seq: event.data.seq }) },
   } as const;
-  const database = await startBenchDatabase();
-  const port = await freePort();
-  const service = await startService({
-    config: loadConfig({
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: database.connectionUri,
-      DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
-      ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
-      LOG_LEVEL: 'silent',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', // the receiver is on 127.0.0.1
-    }),
+  const service = await startBenchService({
+    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, // the receiver is on 127.0.0.1
     roles: ['projections', 'worker'],
     capabilities: capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
   });
@@ -134,8 +118,7 @@ export default async function webhooksBench(args: string[]) {
     console.log(`(b) steady: ${steadyRate} events/s for ${steadySeconds} s, 1 subscription: ${steady.length}/${total} delivered`);
     console.log(`    commit-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`);
   } finally {
-    await service.stop();
-    await database.stop();
+    await service.stopAll();
     thread.postMessage('close');
   }
 }

@@ -1,22 +1,14 @@
 // Read model `webhook_subscriptions`: what the routes list and what fan-out and delivery check
 // (status, url, sealed secret) before every attempt.
 import { sql } from 'slonik';
-import type { WebhookEvent } from '../src/webhooks/subscription.ts';
+import { WEBHOOK_EVENT_NAMES, type WebhookEvent } from '../src/webhooks/subscription.ts';
 import type { Projection } from './projection.ts';
 
 export const webhooksProjection: Projection = {
   name: 'webhooks',
   tables: ['webhook_subscriptions'],
-  eventTypes: [
-    'WebhookSubscriptionCreated',
-    'WebhookSubscriptionUpdated',
-    'WebhookSubscriptionDeactivated',
-    'WebhookSubscriptionActivated',
-    'WebhookSubscriptionDeleted',
-    'WebhookSigningSecretRotated',
-    'WebhookDeliveryExhausted',
-    'WebhookFailureCountReset',
-  ],
+  // Ping and redelivery requests change nothing the read model shows.
+  eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested'),
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const recorded of events) {

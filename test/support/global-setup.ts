@@ -1,13 +1,13 @@
 // One Postgres server per test run: DATABASE_URL's server when set, else an embedded one in a temp
 // directory. A migrated template database is made once; each test file clones it (fast, isolated).
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { freePort } from './ports.ts';
 
 export const TEMPLATE_DATABASE = 'employer_integrations_test_template';
 
@@ -43,16 +43,6 @@ export function withDatabase(uri: string, database: string): string {
   return url.toString();
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 declare module 'vitest' {
   export interface ProvidedContext {

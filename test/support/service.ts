@@ -11,7 +11,7 @@ import type { Capability } from '../../src/capability.ts';
 import type { Projection } from '../../projections/projection.ts';
 import type { DestinationStream } from 'pino';
 import { createTestDatabaseUri } from './database.ts';
-import { freePort } from './global-setup.ts';
+import { freePort } from './ports.ts';
 
 export type TestService = Service & {
   url: string;
