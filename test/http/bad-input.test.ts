@@ -1,0 +1,87 @@
+// "Bad input gets a clear, documented error and changes nothing": every documented route is called
+// with malformed input, as an anonymous caller, a signed-in admin, and an API key holding every
+// scope. None may answer 5xx, and every error body must have its route's documented shape.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/auth/principal.ts';
+import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+
+type OpenApi = { paths: Record<string, Record<string, unknown>> };
+
+const MALFORMED_BODIES: Array<{ contentType: string; body: string }> = [
+  { contentType: 'application/json', body: '{"unterminated' },
+  { contentType: 'application/json', body: '[1, 2, 3]' },
+  { contentType: 'application/json', body: '{"name": {"nested": [null]}, "scopes": 42, "url": 7, "events": "x", "patients": "no", "Operations": 5, "userName": []}' },
+  { contentType: 'text/plain', body: 'hello' },
+];
+
+/** The documented error shapes: employer routes, SCIM envelope, FHIR OperationOutcome. */
+function expectDocumentedErrorShape(path: string, status: number, text: string) {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // Browser flows (SAML) may answer with a redirect or HTML; only JSON APIs are checked here.
+    return;
+  }
+  if (path.startsWith('/api/scim/')) {
+    expect(body.schemas, `${path} SCIM envelope`).toEqual(['urn:ietf:params:scim:api:messages:2.0:Error']);
+    expect(body.status).toBe(String(status));
+  } else if (path.startsWith('/api/fhir/')) {
+    expect(body.resourceType, `${path} OperationOutcome`).toBe('OperationOutcome');
+  } else {
+    expect(typeof body.code, `${path} error code`).toBe('string');
+    expect(typeof body.message, `${path} error message`).toBe('string');
+    expect(typeof body.requestId, `${path} request id`).toBe('string');
+  }
+}
+
+describe('malformed input on every documented route', () => {
+  let service: TestService;
+  let callers: Array<{ name: string; headers: Record<string, string> }>;
+  let document: OpenApi;
+
+  beforeAll(async () => {
+    service = await startTestService();
+    const tenant = await service.createTenant();
+    const { rawKey } = await createApiKey(service, tenant, { scopes: [...SCOPES], rateLimitPerMinute: 100_000 });
+    callers = [
+      { name: 'anonymous', headers: {} },
+      { name: 'admin session', headers: service.sessionHeaders(tenant.cookie) },
+      { name: 'api key', headers: keyHeaders(rawKey) },
+      { name: 'scim token (bogus)', headers: { authorization: 'Bearer scim_not-a-real-token' } },
+    ];
+    document = (await (await fetch(`${service.url}/api/openapi`)).json()) as OpenApi;
+  });
+  afterAll(async () => service?.stop());
+
+  it('answers 4xx in the documented shape, never 5xx', async () => {
+    const failures: string[] = [];
+    let calls = 0;
+    for (const [template, operations] of Object.entries(document.paths)) {
+      // Path parameters get values that exist nowhere (and one that is not even well formed).
+      for (const id of ['00000000-0000-0000-0000-000000000000', 'not an id %%']) {
+        const path = template.replace(/\{[^}]+\}/g, encodeURIComponent(id));
+        for (const method of Object.keys(operations)) {
+          for (const caller of callers) {
+            const bodies = method === 'get' || method === 'delete' ? [null] : MALFORMED_BODIES;
+            for (const input of bodies) {
+              const response = await fetch(`${service.url}${path}?count=-5&startIndex=abc&filter=userName%20eq&_count=x`, {
+                method: method.toUpperCase(),
+                redirect: 'manual',
+                headers: { ...caller.headers, ...(input ? { 'content-type': input.contentType } : {}) },
+                ...(input ? { body: input.body } : {}),
+              });
+              const text = await response.text();
+              calls++;
+              if (response.status >= 500) failures.push(`${method.toUpperCase()} ${path} as ${caller.name}: ${response.status} ${text.slice(0, 200)}`);
+              else if (response.status >= 400) expectDocumentedErrorShape(template, response.status, text);
+            }
+          }
+        }
+      }
+    }
+    expect(calls).toBeGreaterThan(100);
+    expect(failures).toEqual([]);
+  }, 240_000);
+});
