@@ -69,6 +69,7 @@ export async function startProjectionRunner(deps: {
   onError: (projection: string, error: unknown) => void;
 }): Promise<ProjectionRunner> {
   const subscriptions: Subscription[] = [];
+  const announcePassed = createPassedAnnouncer(deps.pool);
   for (const projection of deps.projections) {
     const after = await readCheckpoint(deps.pool, projection.name);
     subscriptions.push(
@@ -77,8 +78,7 @@ export async function startProjectionRunner(deps: {
         // the next relevant batch (after a restart the skipped events are read and skipped again), and
         // commands waiting for this projection learn the new position from the notification alone.
         if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
-          const passed = `${projection.name} ${formatPosition(batch[batch.length - 1]!.position)}`;
-          await deps.pool.query(sql.unsafe`SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${passed})`);
+          await announcePassed(projection.name, batch[batch.length - 1]!.position);
           return;
         }
         await applyBatch(deps.pool, projection, batch);
@@ -86,6 +86,26 @@ export async function startProjectionRunner(deps: {
     );
   }
   return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };
+}
+
+/**
+ * Announces positions that projections passed without a transaction. Announcements made in the same
+ * turn of the event loop (every projection skipping the same batch) share one NOTIFY, one line each.
+ */
+function createPassedAnnouncer(pool: DatabasePool) {
+  let pending: { lines: string[]; sent: Promise<void> } | null = null;
+  return (name: string, position: Position): Promise<void> => {
+    if (!pending) {
+      const batch: { lines: string[]; sent: Promise<void> } = { lines: [], sent: Promise.resolve() };
+      batch.sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        pending = null;
+        await pool.query(sql.unsafe`SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${batch.lines.join('\n')})`);
+      });
+      pending = batch;
+    }
+    pending.lines.push(`${name} ${formatPosition(position)}`);
+    return pending.sent;
+  };
 }
 
 /**
@@ -101,9 +121,11 @@ export function createProjectionWaiter(deps: {
 }) {
   const known = new Map<string, Position>();
   const waiters = new Set<() => void>();
+  // A payload is one line `<projection> <commit/prepare>` per projection that has passed a position.
   const listening = deps.notifications.listen(CHECKPOINT_CHANNEL, (payload) => {
-    const [name, position] = payload.split(' ');
-    if (name && position) {
+    for (const line of payload.split('\n')) {
+      const [name, position] = line.split(' ');
+      if (!name || !position) continue;
       const parsed = parsePosition(position);
       const previous = known.get(name);
       if (!previous || comparePositions(parsed, previous) > 0) known.set(name, parsed);

@@ -8,6 +8,7 @@ import type { Notifications } from '../db/notifications.ts';
 import {
   WrongExpectedRevisionError,
   START,
+  formatPosition,
   tenantOfStream,
   type AppendResult,
   type EventMetadata,
@@ -74,7 +75,24 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
 }
 
 export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications): EventStore {
-  const readAll = async (options: ReadAllOptions = {}): Promise<RecordedEvent[]> => {
+  // Subscriptions woken together (one per projection) ask for the same page at the same moment: one
+  // query answers them all. Callers get the same array and must not change it. A read is shared only
+  // within one wake-up generation, so a subscriber woken by a newer append never gets an answer
+  // from a query that started before it.
+  let wakeGeneration = 0;
+  const readsInFlight = new Map<string, Promise<RecordedEvent[]>>();
+  const readAll = (options: ReadAllOptions = {}): Promise<RecordedEvent[]> => {
+    const after = options.after ?? START;
+    const key = `${wakeGeneration} ${formatPosition(after)} ${options.tenantId ?? ''} ${options.maxCount ?? DEFAULT_READ_BATCH}`;
+    let read = readsInFlight.get(key);
+    if (!read) {
+      read = queryAll(options).finally(() => readsInFlight.delete(key));
+      readsInFlight.set(key, read);
+    }
+    return read;
+  };
+
+  const queryAll = async (options: ReadAllOptions): Promise<RecordedEvent[]> => {
     const after = options.after ?? START;
     const params: unknown[] = [after.commit.toString(), after.prepare.toString(), options.maxCount ?? DEFAULT_READ_BATCH];
     if (options.tenantId) params.push(options.tenantId);
@@ -199,6 +217,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
               };
             });
       const onNotification = () => {
+        wakeGeneration++;
         notified = true;
         wake();
       };
