@@ -29,12 +29,14 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
     decider: Decider<Command, Event, State>;
     command: Command;
     context: CommandContext;
+    /** The caller just minted the stream's id: skip reading it (an existing stream still fails the append). */
+    newStream?: boolean;
   },
 ): Promise<CommandResult<Event, State>> {
   const { eventStore } = deps;
   const { streamName, decider, command, context } = request;
   for (let attempt = 1; ; attempt++) {
-    const history = (await eventStore.readStream(streamName)) as unknown as Event[];
+    const history = request.newStream && attempt === 1 ? [] : ((await eventStore.readStream(streamName)) as unknown as Event[]);
     const state = fold(decider, history);
     const newEvents = decider.decide(command, state);
     if (newEvents.length === 0) return { newEvents, state, position: null };

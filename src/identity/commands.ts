@@ -20,6 +20,7 @@ export async function issueSignInToken(ctx: AppContext, input: { employerId: str
     decider: signInTokenDecider,
     command: { type: 'IssueSignInToken', tokenId, userId: input.userId, tokenHash: sha256Hex(token), expiresAt, via: input.via },
     context: input.context,
+    newStream: true,
   });
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
@@ -50,6 +51,7 @@ export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
     decider: sessionDecider,
     command: { type: 'StartSession', sessionId, userId: row.user_id, sessionHash: sha256Hex(sessionSecret), expiresAt },
     context,
+    newStream: true,
   });
   return { sessionSecret, sessionId, expiresAt, employerId: row.employer_id, userId: row.user_id };
 }

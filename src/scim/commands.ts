@@ -26,7 +26,7 @@ function contextOf(caller: ScimCaller): CommandContext {
 /** POST /Users: a PATIENT user of the caller's employer. Returns the new user's id. */
 export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, doc: ScimUserDoc): Promise<string> {
   await assertUserNameFree(ctx, caller.employerId, doc.userName, null);
-  const { userId } = await withScimErrors(() =>
+  const { userId, position } = await withScimErrors(() =>
     registerUser(writer.deps, contextOf(caller), {
       employerId: caller.employerId,
       role: 'PATIENT',
@@ -35,7 +35,7 @@ export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, cal
       source: 'scim',
     }),
   );
-  await writer.awaitStream(userStream(caller.employerId, userId));
+  if (position) await writer.awaitReadModels(position);
   return userId;
 }
 

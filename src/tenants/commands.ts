@@ -2,6 +2,7 @@
 // so two employers can never hold the same address, on either event store adapter.
 import { randomUUID } from 'node:crypto';
 import { handleCommand, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
@@ -19,6 +20,7 @@ export async function createEmployer(deps: CommandDeps, input: { name: string; a
     decider: employerDecider,
     command: { type: 'CreateEmployer', employerId, name: input.name, now: new Date().toISOString() },
     context,
+    newStream: true,
   });
   const admin = await registerUser(deps, context, {
     employerId,
@@ -34,7 +36,7 @@ export async function registerUser(
   deps: CommandDeps,
   context: CommandContext,
   input: { employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource; userId?: string },
-): Promise<{ userId: string; state: UserState }> {
+): Promise<{ userId: string; state: UserState; position: Position | null }> {
   const userId = input.userId ?? randomUUID();
   const hash = emailHash(input.profile.email);
   await reserveEmail(deps, context, hash, input.employerId, userId);
@@ -44,8 +46,9 @@ export async function registerUser(
       decider: userDecider,
       command: { type: 'RegisterUser', userId, employerId: input.employerId, role: input.role, profile: input.profile, active: input.active, source: input.source },
       context,
+      newStream: input.userId === undefined,
     });
-    return { userId, state: result.state };
+    return { userId, state: result.state, position: result.position };
   } catch (error) {
     await releaseEmail(deps, context, hash, userId);
     throw error;
