@@ -12,6 +12,9 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 export async function openDatabase(connectionUri: string, options: { maximumPoolSize?: number } = {}): Promise<Database> {
   const settings = {
     captureStackTrace: false,
+    // slonik's default runs DISCARD ALL after every pooled query (a second round trip each, and no
+    // cached plans). Nothing here leaves session state behind: settings are transaction-local.
+    resetConnection: async () => {},
     idleInTransactionSessionTimeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
     typeParsers: [
       ...createTypeParserPreset().filter((parser) => parser.name !== 'timestamptz'),
