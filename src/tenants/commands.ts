@@ -84,6 +84,8 @@ async function reserveEmail(deps: CommandDeps, context: CommandContext, hash: st
     decider: emailReservationDecider,
     command: { type: 'ReserveEmail', emailHash: hash, employerId, userId },
     context: { ...context, tenantId: null },
+    // Most addresses have never been reserved: try that first; a taken one is read and decided on retry.
+    newStream: true,
   });
 }
 
