@@ -55,18 +55,23 @@ export async function rebuildProjection(deps: {
   let applied = 0;
   const applyInto = async (tx: Parameters<Parameters<DatabasePool['transaction']>[0]>[0], after: Position) => {
     let count = 0;
+    await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
+    // The next batch is read while this one is written: the two cores work on both at once.
+    let next = eventStore.readAll({ after, maxCount: REBUILD_BATCH });
     for (;;) {
-      const batch = await eventStore.readAll({ after, maxCount: REBUILD_BATCH });
+      const batch = await next;
       if (batch.length === 0) return count;
-      const relevant = batch.filter((event) => projection.eventTypes.includes(event.type));
-      await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
-      if (relevant.length > 0) await projection.apply(tx, relevant);
       after = batch[batch.length - 1]!.position;
+      const full = batch.length === REBUILD_BATCH;
+      next = full ? eventStore.readAll({ after, maxCount: REBUILD_BATCH }) : Promise.resolve([]);
+      next.catch(() => {}); // awaited on the next turn; an apply failure must not leave it unhandled
+      const relevant = batch.filter((event) => projection.eventTypes.includes(event.type));
+      if (relevant.length > 0) await projection.apply(tx, relevant);
       position = after;
       count += relevant.length;
       applied += relevant.length;
       deps.onProgress?.({ applied, position });
-      if (batch.length < REBUILD_BATCH) return count;
+      if (!full) return count;
     }
   };
 
