@@ -2,6 +2,7 @@
 // read by GET /api/employer/sso, the SAML routes and SCIM authentication.
 import { sql } from 'slonik';
 import type { SsoConfigurationEvent, SsoSettings } from '../src/sso/sso-configuration.ts';
+import { SCIM_TOKENS_CHANGED_CHANNEL } from '../src/sso/scim-token.ts';
 import type { Projection } from './projection.ts';
 
 export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
@@ -44,5 +45,8 @@ export const ssoProjection: Projection = {
         UPDATE sso_configurations SET ${sql.join([...assignments, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
         WHERE employer_id = ${employerId}`);
     }
+    // Every process drops its cached SCIM token lookups (src/sso/scim-token.ts). Sent before the
+    // checkpoint's own notification, so a command that waited for this projection finds them dropped.
+    await tx.query(sql.unsafe`SELECT pg_notify(${SCIM_TOKENS_CHANGED_CHANNEL}, '')`);
   },
 };
