@@ -1,6 +1,16 @@
-import type { AuditMappers } from '../audit/audit-entry.ts';
+import type { AuditEntry, AuditMappers } from '../audit/audit-entry.ts';
+import type { RecordedEvent } from '../event-store/port.ts';
 
 const provisionActions = { scim: 'scim.user.provision', saml: 'auth.saml.provision', cli: 'user.create' } as const;
+
+/** A change to a user, audited under SCIM's action name when a SCIM token made it (SPEC 5.5). */
+const userChange = (scimAction: string, otherAction: string, details: (event: RecordedEvent) => Record<string, unknown>) =>
+  (event: RecordedEvent): AuditEntry => ({
+    action: event.metadata.actor.type === 'scimToken' ? scimAction : otherAction,
+    targetType: 'user',
+    targetId: String(event.data.userId),
+    details: details(event),
+  });
 
 export const tenantAuditMappers: AuditMappers = {
   EmployerCreated: (event) => ({ action: 'employer.create', targetType: 'employer', targetId: String(event.data.employerId), details: { name: event.data.name } }),
@@ -10,22 +20,7 @@ export const tenantAuditMappers: AuditMappers = {
     targetId: String(event.data.userId),
     details: { role: event.data.role },
   }),
-  UserProfileUpdated: (event) => ({
-    action: event.metadata.actor.type === 'scimToken' ? 'scim.user.update' : 'user.update',
-    targetType: 'user',
-    targetId: String(event.data.userId),
-    details: { fields: Object.keys(event.data.changes as object) },
-  }),
-  UserDeactivated: (event) => ({
-    action: event.metadata.actor.type === 'scimToken' ? 'scim.user.deactivate' : 'user.deactivate',
-    targetType: 'user',
-    targetId: String(event.data.userId),
-    details: { scimDeleted: event.data.scimDeleted },
-  }),
-  UserReactivated: (event) => ({
-    action: event.metadata.actor.type === 'scimToken' ? 'scim.user.update' : 'user.reactivate',
-    targetType: 'user',
-    targetId: String(event.data.userId),
-    details: { active: true },
-  }),
+  UserProfileUpdated: userChange('scim.user.update', 'user.update', (event) => ({ fields: Object.keys(event.data.changes as object) })),
+  UserDeactivated: userChange('scim.user.deactivate', 'user.deactivate', (event) => ({ scimDeleted: event.data.scimDeleted })),
+  UserReactivated: userChange('scim.user.update', 'user.reactivate', () => ({ active: true })),
 };
