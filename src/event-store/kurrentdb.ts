@@ -22,7 +22,7 @@ import {
   START,
   WrongExpectedRevisionError,
   comparePositions,
-  tenantOfStream,
+  assertAppendable,
   type EventMetadata,
   type EventStore,
   type ExpectedRevision,
@@ -49,10 +49,7 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
 
   return {
     async appendToStream(streamName, events, { expectedRevision, metadata }) {
-      if (events.length === 0) throw new Error('appendToStream needs at least one event');
-      if (tenantOfStream(streamName) !== metadata.tenantId) {
-        throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
-      }
+      assertAppendable(streamName, events, metadata);
       try {
         const result = await client.appendToStream(
           streamName,

@@ -115,3 +115,14 @@ export function tenantOfStream(streamName: string): string | null {
   const match = /^tenant-([^.]+)\./.exec(streamName);
   return match ? match[1]! : null;
 }
+
+/**
+ * What every adapter checks before an append: at least one event, and metadata naming the tenant the
+ * stream belongs to (so no event can land in another tenant's history). Returns that tenant.
+ */
+export function assertAppendable(streamName: string, events: NewEvent[], metadata: EventMetadata): string | null {
+  if (events.length === 0) throw new Error('appendToStream needs at least one event');
+  const tenantId = tenantOfStream(streamName);
+  if (tenantId !== metadata.tenantId) throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
+  return tenantId;
+}

@@ -9,7 +9,7 @@ import {
   WrongExpectedRevisionError,
   START,
   formatPosition,
-  tenantOfStream,
+  assertAppendable,
   type AppendResult,
   type EventMetadata,
   type EventStore,
@@ -151,11 +151,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
 
   return {
     async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
-      if (events.length === 0) throw new Error('appendToStream needs at least one event');
-      const tenantId = tenantOfStream(streamName);
-      if (tenantId !== metadata.tenantId) {
-        throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
-      }
+      const tenantId = assertAppendable(streamName, events, metadata);
       for (let attempt = 1; ; attempt++) {
         try {
           const { rows } = await pool.query<{ revision: string; global_position: string; transaction_id: string }>({
