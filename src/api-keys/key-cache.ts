@@ -1,13 +1,13 @@
 // The per-process cache of API keys by the SHA-256 of the raw key, so a request does not read the
 // database. Every change to a key (projections/api-keys.ts) sends NOTIFY api_key_changed with the
 // key's hash from the transaction that updates the read model; each process drops that entry and
-// reloads it on the next request, so a revocation reaches every process within the notification's
-// delivery time. The process that ran the command drops the entry itself at once. A lost connection
-// clears the whole cache (notifications may have been missed), and entries older than a minute are
-// reloaded anyway. Unknown hashes are cached too (bounded), so a flood of wrong keys stays in memory.
+// reloads it on the next request (src/db/notified-cache.ts), so a revocation reaches every process
+// within the notification's delivery time. The process that ran the command drops the entry itself
+// at once. Unknown hashes are cached too (bounded), so a flood of wrong keys stays in memory.
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { Scope } from '../auth/principal.ts';
+import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { Notifications } from '../db/notifications.ts';
 import { hashesEqual } from '../crypto/tokens.ts';
 import { parseCidrs, type Cidr } from './cidr.ts';
@@ -51,57 +51,31 @@ export type KeyCache = {
 };
 
 export async function createKeyCache(deps: { pool: DatabasePool; notifications: Notifications; clock: Clock }): Promise<KeyCache> {
-  const entries = new Map<string, { key: CachedKey | null; loadedAt: number }>();
-  const loading = new Map<string, Promise<CachedKey | null>>();
-  // Bumped by every invalidation: a load that started before one must not cache what it read.
-  let generation = 0;
-
-  const invalidate = (keyHash: string) => {
-    generation += 1;
-    if (keyHash === '') entries.clear();
-    else entries.delete(keyHash);
-  };
-  const unlisten = await deps.notifications.listen(API_KEY_CHANGED_CHANNEL, invalidate);
-
-  const load = async (keyHash: string): Promise<CachedKey | null> => {
-    const startedAt = generation;
-    const row = await deps.pool.maybeOne(sql.type(keyRow)`
-      SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
-      FROM api_keys WHERE key_hash = ${keyHash}`);
-    // The index lookup found the row by hash; the comparison that accepts it is constant-time.
-    const key = row && hashesEqual(row.key_hash, keyHash)
-      ? {
-          id: row.id,
-          employerId: row.employer_id,
-          keyHash: row.key_hash,
-          scopes: row.scopes as Scope[],
-          allowlist: parseCidrs(row.allowed_ip_cidrs),
-          expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
-          suspended: row.suspended,
-          revoked: row.revoked_at !== null,
-          createdBy: row.created_by,
-          rateLimitPerMinute: row.rate_limit_per_minute,
-        }
-      : null;
-    if (generation === startedAt) {
-      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-      entries.set(keyHash, { key, loadedAt: deps.clock() });
-    }
-    return key;
-  };
-
-  return {
-    async find(keyHash) {
-      const entry = entries.get(keyHash);
-      if (entry && deps.clock() - entry.loadedAt < ENTRY_TTL_MS) return entry.key;
-      let pending = loading.get(keyHash);
-      if (!pending) {
-        pending = load(keyHash).finally(() => loading.delete(keyHash));
-        loading.set(keyHash, pending);
-      }
-      return pending;
+  const cache = await createNotifiedCache<CachedKey | null>({
+    notifications: deps.notifications,
+    channel: API_KEY_CHANGED_CHANNEL,
+    ttlMs: ENTRY_TTL_MS,
+    maxEntries: MAX_ENTRIES,
+    clock: deps.clock,
+    load: async (keyHash) => {
+      const row = await deps.pool.maybeOne(sql.type(keyRow)`
+        SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
+        FROM api_keys WHERE key_hash = ${keyHash}`);
+      // The index lookup found the row by hash; the comparison that accepts it is constant-time.
+      if (!row || !hashesEqual(row.key_hash, keyHash)) return null;
+      return {
+        id: row.id,
+        employerId: row.employer_id,
+        keyHash: row.key_hash,
+        scopes: row.scopes as Scope[],
+        allowlist: parseCidrs(row.allowed_ip_cidrs),
+        expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
+        suspended: row.suspended,
+        revoked: row.revoked_at !== null,
+        createdBy: row.created_by,
+        rateLimitPerMinute: row.rate_limit_per_minute,
+      };
     },
-    invalidate,
-    stop: unlisten,
-  };
+  });
+  return { find: cache.get, invalidate: cache.invalidate, stop: cache.stop };
 }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
+import { createNotifiedCache, type NotifiedCache } from '../db/notified-cache.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
 
 export const SCIM_TOKEN_PREFIX = 'scim_';
@@ -18,30 +19,32 @@ export function newScimToken(): { token: string; tokenId: string; tokenHash: str
 const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
 
 export const SCIM_TOKENS_CHANGED_CHANNEL = 'scim_tokens_changed';
-const CACHE_TTL_MS = 60_000;
-const CACHE_MAX_ENTRIES = 10_000;
 
 type TokenOwner = { employerId: string; tokenId: string };
-type TokenCache = { entries: Map<string, { owner: TokenOwner | null; loadedAt: number }>; generation: number; listening: Promise<unknown> };
 
 /**
- * Lookups are cached per process by token hash, unknown hashes too (bounded). Every change to an SSO
- * configuration clears the cache in every process (NOTIFY from projections/sso.ts), so a rotated or
- * disabled token fails as soon as the change is in the read model; entries are also reloaded after a
- * minute, and a lost LISTEN connection clears everything.
+ * Lookups are cached per process by token hash, unknown hashes too (src/db/notified-cache.ts). Every
+ * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso.ts),
+ * so a rotated or disabled token fails as soon as the change is in the read model.
  */
-const caches = new WeakMap<AppContext, TokenCache>();
+const caches = new WeakMap<AppContext, Promise<NotifiedCache<TokenOwner | null>>>();
 
-function cacheOf(ctx: AppContext): TokenCache {
+function cacheOf(ctx: AppContext): Promise<NotifiedCache<TokenOwner | null>> {
   let cache = caches.get(ctx);
   if (!cache) {
-    const created: TokenCache = { entries: new Map(), generation: 0, listening: Promise.resolve() };
-    const clear = () => {
-      created.entries.clear();
-      created.generation++;
-    };
-    created.listening = ctx.notifications.listen(SCIM_TOKENS_CHANGED_CHANNEL, clear);
-    caches.set(ctx, (cache = created));
+    cache = createNotifiedCache({
+      notifications: ctx.notifications,
+      channel: SCIM_TOKENS_CHANGED_CHANNEL,
+      ttlMs: 60_000,
+      maxEntries: 10_000,
+      load: async (hash) => {
+        const row = await ctx.db.slonik.maybeOne(sql.type(tokenOwner)`
+          SELECT employer_id, scim_token_id FROM sso_configurations
+          WHERE scim_token_hash = ${hash} AND scim_enabled AND scim_token_id IS NOT NULL`);
+        return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
+      },
+    });
+    caches.set(ctx, cache);
   }
   return cache;
 }
@@ -52,20 +55,5 @@ function cacheOf(ctx: AppContext): TokenCache {
  */
 export async function findEmployerByScimToken(ctx: AppContext, rawToken: string): Promise<TokenOwner | null> {
   if (!SCIM_TOKEN_SHAPE.test(rawToken)) return null;
-  const hash = sha256Hex(rawToken);
-  const cache = cacheOf(ctx);
-  await cache.listening; // nothing is cached before changes can be heard
-  const cached = cache.entries.get(hash);
-  if (cached && Date.now() - cached.loadedAt < CACHE_TTL_MS) return cached.owner;
-  const generation = cache.generation;
-  const row = await ctx.db.slonik.maybeOne(sql.type(tokenOwner)`
-    SELECT employer_id, scim_token_id FROM sso_configurations
-    WHERE scim_token_hash = ${hash} AND scim_enabled AND scim_token_id IS NOT NULL`);
-  const owner = row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
-  // A change that landed while this read was under way may have made it stale: do not keep it.
-  if (generation === cache.generation) {
-    if (cache.entries.size >= CACHE_MAX_ENTRIES) cache.entries.clear();
-    cache.entries.set(hash, { owner, loadedAt: Date.now() });
-  }
-  return owner;
+  return (await cacheOf(ctx)).get(sha256Hex(rawToken));
 }
