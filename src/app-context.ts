@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { Notifications } from './db/notifications.ts';
 import type { Database } from './db/pools.ts';
 import type { CommandDeps } from './event-store/command-handler.ts';
-import type { EventStore } from './event-store/port.ts';
+import type { EventStore, Position } from './event-store/port.ts';
 
 /** Authenticates an `x-api-key` call for a route needing `scope` (built by the api-keys capability). */
 export type ApiKeyAuthenticator = (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
@@ -20,6 +20,11 @@ export type AppContext = {
   notifications: Notifications;
   logger: Logger;
   commands: CommandDeps;
+  /**
+   * Resolves true once the named read models have applied events up to `position`, false after
+   * PROJECTION_WAIT_TIMEOUT_MS (the write stands either way; only the read model is late).
+   */
+  waitForReadModels: (position: Position, names: readonly string[]) => Promise<boolean>;
   openapi: OpenAPIRegistry;
   apiKeyAuthenticator: ApiKeyAuthenticator | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */

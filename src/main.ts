@@ -104,6 +104,7 @@ export async function startService(options: {
         if (!(await waitForProjections(position, projectionsHandling(eventTypes)))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
       },
     },
+    waitForReadModels: waitForProjections,
     openapi: new OpenAPIRegistry(),
     apiKeyAuthenticator: null,
     encryptionKey: await resolveEncryptionKey(config),

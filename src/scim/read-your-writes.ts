@@ -1,9 +1,7 @@
 // IdPs read right after they write (Okta POSTs a user, then GETs or PATCHes it), so a SCIM request
 // answers only once the read models SCIM reads (users, groups, and the audit log) hold its writes.
-// It waits for exactly those, once per request, at its last event: not after each command for every
-// read model of the service, which would also wait for the e-mail reservation that no read model
-// shows, and for projections SCIM never reads.
-import { createProjectionWaiter } from '../../projections/runner.ts';
+// A request may run several commands (deactivation revokes keys, ends sessions): it waits once, at
+// its last event, instead of after each command.
 import type { AppContext } from '../app-context.ts';
 import type { CommandDeps } from '../event-store/command-handler.ts';
 import type { Position } from '../event-store/port.ts';
@@ -20,14 +18,8 @@ export type ScimWriter = {
 export const SCIM_READ_MODELS = ['tenants', 'scim-groups', 'audit'];
 
 export function createScimWriter(ctx: AppContext): ScimWriter {
-  const waitFor = createProjectionWaiter({
-    pool: ctx.db.slonik,
-    notifications: ctx.notifications,
-    names: SCIM_READ_MODELS,
-    timeoutMs: ctx.config.PROJECTION_WAIT_TIMEOUT_MS,
-  });
   const awaitReadModels = async (position: Position) => {
-    if (!(await waitFor(position))) ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');
+    if (!(await ctx.waitForReadModels(position, SCIM_READ_MODELS))) ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');
   };
   return {
     deps: { eventStore: ctx.eventStore, waitForProjections: async () => {} },
