@@ -1,6 +1,6 @@
 // What every benchmark needs: a real Postgres of its own (embedded in a temp directory, or
 // DATABASE_URL's server with a fresh database), the service started on it, and percentile maths.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -26,7 +26,6 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
     return { connectionUri: url.toString(), stop: async () => {} };
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-pg-'));
-  await chmod(dataDir, 0o755);
   const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), databaseName: name, persistent: false });
   return {
     connectionUri: embedded.connectionUri,

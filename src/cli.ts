@@ -9,7 +9,7 @@ import { rebuildProjection } from '../projections/rebuild.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
-import { comparePositions, formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
+import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
@@ -174,9 +174,7 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
       }
     }
     await write(out);
-    const last = batch[batch.length - 1]!.position;
-    if (comparePositions(last, after) <= 0) break;
-    after = last;
+    after = batch[batch.length - 1]!.position;
   }
 }
 

@@ -25,7 +25,7 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   querystring?: Query;
   responses: RouteResponses;
   errorShape?: ErrorShape;
-  /** Accepts the documented media types besides JSON (e.g. SCIM's application/scim+json). */
+  /** Largest request body in bytes, when the server's default (5 MiB) does not fit the route. */
   bodyLimit?: number;
   handler: (
     input: {

@@ -2,17 +2,7 @@
 // and the attributes/excludedAttributes selection of responses.
 import { describe, expect, it } from 'vitest';
 import { parseScimGroup, parseScimUser, selectAttributes } from '../../src/scim/attributes.ts';
-import { ScimError } from '../../src/scim/errors.ts';
-
-function refusal(apply: () => unknown): ScimError {
-  try {
-    apply();
-  } catch (error) {
-    if (error instanceof ScimError) return error;
-    throw error;
-  }
-  throw new Error('expected a ScimError');
-}
+import { refusal } from '../support/scim-refusal.ts';
 
 describe('User bodies', () => {
   it("reads Okta's create body, dropping password, locale and groups", () => {

@@ -2,8 +2,9 @@
 // requests with and without the aadOptscim062020 flag), applied to the service's user and group shapes.
 import { describe, expect, it } from 'vitest';
 import type { ScimGroupDoc, ScimUserDoc } from '../../src/scim/attributes.ts';
-import { ScimError, type ScimErrorType } from '../../src/scim/errors.ts';
+import type { ScimErrorType } from '../../src/scim/errors.ts';
 import { applyGroupPatch, applyUserPatch, normalisePatchRequest } from '../../src/scim/patch.ts';
+import { refusal } from '../support/scim-refusal.ts';
 
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const patchOf = (...Operations: unknown[]) => ({ schemas: [PATCH_OP], Operations });
@@ -26,16 +27,6 @@ const engineering: ScimGroupDoc = {
   externalId: '8aa1a0c0-c4c3-4bc0-b4a5-2ef676900159',
   members: [{ value: ALICE }, { value: BOB }, { value: CAROL }],
 };
-
-function refusal(apply: () => unknown): ScimError {
-  try {
-    apply();
-  } catch (error) {
-    if (error instanceof ScimError) return error;
-    throw error;
-  }
-  throw new Error('expected a ScimError');
-}
 
 function expectRefused(apply: () => unknown, scimType: ScimErrorType): void {
   const error = refusal(apply);

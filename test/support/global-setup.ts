@@ -1,6 +1,6 @@
 // One Postgres server per test run: DATABASE_URL's server when set, else an embedded one in a temp
 // directory. A migrated template database is made once; each test file clones it (fast, isolated).
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -16,7 +16,6 @@ export default async function setup(project: TestProject) {
   let stop = async () => {};
   if (!adminUri) {
     const dataDir = await mkdtemp(join(tmpdir(), 'ei-test-pg-'));
-    await chmod(dataDir, 0o755); // the server runs as the `postgres` user the package creates when we are root
     const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), databaseName: 'postgres', persistent: false,
       // Many test files start several service processes at once, each with its own pools.
       settings: { max_connections: '500' } });
