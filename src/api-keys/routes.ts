@@ -4,8 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { actorOf, SCOPES, type Principal } from '../auth/principal.ts';
-import type { CommandContext } from '../event-store/command-handler.ts';
+import { commandContextOf, SCOPES, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
 import { normalizeCidr } from './cidr.ts';
@@ -58,10 +57,6 @@ const patchBody = z
 
 const listResponse = z.object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)) }).meta({ id: 'ApiKeyList' });
 
-function commandContext(principal: Principal, requestId: string): CommandContext {
-  return { tenantId: principal.employerId, actor: actorOf(principal), correlationId: requestId };
-}
-
 function sessionUserId(principal: Principal): string {
   if (principal.kind !== 'session') throw new Error('unreachable: key management is session-only');
   return principal.userId;
@@ -79,7 +74,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       body: createBody,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
       handler: async ({ body, principal, request, reply }) => {
-        const { keyId, rawKey } = await createApiKey(ctx, commandContext(principal, request.id), principal.employerId, {
+        const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, {
           name: body.name,
           scopes: body.scopes,
           allowedIpCidrs: body.allowedIpCidrs,
@@ -125,7 +120,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       body: patchBody,
       responses: { 200: { description: 'The key after the change', schema: apiKeyMetadata }, 404: { description: 'No such key' }, 409: { description: 'The key is revoked' } },
       handler: async ({ params, body, principal, request }) => {
-        await changeApiKey(ctx, commandContext(principal, request.id), principal.employerId, params.keyId, body);
+        await changeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, body);
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });
@@ -140,7 +135,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       params: keyParams,
       responses: { 200: { description: 'The revoked key', schema: apiKeyMetadata }, 404: { description: 'No such key' } },
       handler: async ({ params, principal, request }) => {
-        await revokeApiKey(ctx, commandContext(principal, request.id), principal.employerId, params.keyId, 'admin', clock());
+        await revokeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, 'admin', clock());
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });

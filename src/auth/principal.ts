@@ -1,4 +1,5 @@
 // Who is calling, as every route sees it after authentication, and what they may do.
+import type { CommandContext } from '../event-store/command-handler.ts';
 import type { Actor } from '../event-store/port.ts';
 
 export const SCOPES = [
@@ -38,4 +39,9 @@ export type RouteAuth =
 
 export function actorOf(principal: Principal): Actor {
   return principal.kind === 'session' ? { type: 'user', id: principal.userId } : { type: 'apiKey', id: principal.keyId };
+}
+
+/** The context of a command a caller issues through an HTTP request (the request id correlates its events). */
+export function commandContextOf(principal: Principal, requestId: string): CommandContext {
+  return { tenantId: principal.employerId, actor: actorOf(principal), correlationId: requestId };
 }

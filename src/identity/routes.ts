@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { actorOf, ROLES } from '../auth/principal.ts';
+import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
@@ -68,9 +68,9 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     tags: ['Identity'],
     auth: { modes: ['session'] },
     responses: { 204: { description: 'Signed out' } },
-    handler: async ({ principal, reply }) => {
+    handler: async ({ principal, request, reply }) => {
       if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
-      await endSession(ctx, principal.employerId, principal.sessionId, 'logout', { tenantId: principal.employerId, actor: actorOf(principal) });
+      await endSession(ctx, principal.employerId, principal.sessionId, 'logout', commandContextOf(principal, request.id));
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return reply.status(204).send();
     },

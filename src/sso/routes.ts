@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { actorOf } from '../auth/principal.ts';
+import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
 import { updateSsoConfiguration } from './commands.ts';
@@ -88,9 +88,9 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
       auth: SSO_AUTH,
       body: ssoConfigurationUpdateSchema,
       responses: { 200: { description: 'The configuration after the update', schema: ssoUpdateResponse } },
-      handler: async ({ principal, body, reply }) => {
+      handler: async ({ principal, body, request, reply }) => {
         reply.header('cache-control', 'no-store'); // may carry the SCIM token
-        const { scimBearerToken } = await updateSsoConfiguration(ctx, { tenantId: principal.employerId, actor: actorOf(principal) }, principal.employerId, body, {
+        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), principal.employerId, body, {
           allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
           ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}),
         });

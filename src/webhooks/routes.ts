@@ -4,8 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { actorOf, type Principal } from '../auth/principal.ts';
-import type { CommandContext } from '../event-store/command-handler.ts';
+import { commandContextOf } from '../auth/principal.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { defineRoute } from '../http/route.ts';
@@ -64,10 +63,6 @@ const testResult = z
   })
   .meta({ id: 'WebhookTestResult' });
 
-function commandContext(principal: Principal, requestId: string): CommandContext {
-  return { tenantId: principal.employerId, actor: actorOf(principal), correlationId: requestId };
-}
-
 export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): RoutePlugin {
   return async function webhookRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     defineRoute(fastify, ctx, {
@@ -83,7 +78,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       body: createBody,
       responses: { 201: { description: 'The subscription, with its signing secret', schema: createdWebhook } },
       handler: async ({ body, principal, request, reply }) => {
-        const { webhookId, signingSecret } = await createWebhook(ctx, commandContext(principal, request.id), principal.employerId, {
+        const { webhookId, signingSecret } = await createWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, {
           url: body.url,
           events: body.events,
           description: body.description ?? null,
@@ -131,7 +126,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       body: patchBody,
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
-        await updateWebhook(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId, body);
+        await updateWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId, body);
         return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
       },
     });
@@ -145,7 +140,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       params: webhookParams,
       responses: { 204: { description: 'Deleted' }, 404: { description: 'No such subscription' } },
       handler: async ({ params, principal, request, reply }) => {
-        await deleteWebhook(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        await deleteWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
         return reply.status(204).send();
       },
     });
@@ -193,7 +188,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       params: webhookParams,
       responses: { 202: { description: 'Queued' }, 400: { description: 'WEBHOOK_INACTIVE' }, 404: { description: 'No such subscription' } },
       handler: async ({ params, principal, request, reply }) => {
-        await requestPing(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        await requestPing(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
         return reply.status(202).send();
       },
     });
@@ -211,7 +206,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
         404: { description: 'No such subscription' },
       },
       handler: async ({ params, principal, request, reply }) => {
-        const signingSecret = await rotateSigningSecret(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId);
+        const signingSecret = await rotateSigningSecret(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
         reply.header('cache-control', 'no-store');
         return { id: params.webhookId, signingSecret };
       },
@@ -252,7 +247,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
         409: { description: 'DELIVERY_PENDING: the delivery has not finished' },
       },
       handler: async ({ params, principal, request, reply }) => {
-        await redeliver(ctx, commandContext(principal, request.id), principal.employerId, params.webhookId, params.deliveryId);
+        await redeliver(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId, params.deliveryId);
         return reply.status(202).send();
       },
     });
