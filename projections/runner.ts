@@ -119,39 +119,51 @@ export function createProjectionWaiter(deps: {
   names: string[];
   timeoutMs: number;
 }) {
+  // Every checkpoint move is announced, so once a projection's checkpoint is known, notifications keep
+  // it current: it is read from the table only the first time and after the listening connection was
+  // re-established (an empty payload), since notifications may have been missed meanwhile.
   const known = new Map<string, Position>();
   const waiters = new Set<() => void>();
+  const learn = (name: string, position: Position) => {
+    const previous = known.get(name);
+    if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
+  };
+  const refresh = async (names: readonly string[]) => {
+    for (const name of names) learn(name, await readCheckpoint(deps.pool, name));
+  };
+  const wakeWaiters = () => {
+    for (const wake of waiters) wake();
+  };
   // A payload is one line `<projection> <commit/prepare>` per projection that has passed a position.
   const listening = deps.notifications.listen(CHECKPOINT_CHANNEL, (payload) => {
+    if (payload === '') {
+      const stale = [...known.keys()];
+      known.clear();
+      void refresh(stale).then(wakeWaiters, () => {});
+      return;
+    }
     for (const line of payload.split('\n')) {
       const [name, position] = line.split(' ');
-      if (!name || !position) continue;
-      const parsed = parsePosition(position);
-      const previous = known.get(name);
-      if (!previous || comparePositions(parsed, previous) > 0) known.set(name, parsed);
+      if (name && position) learn(name, parsePosition(position));
     }
-    for (const wake of waiters) wake();
+    wakeWaiters();
   });
   const caughtUp = (position: Position, names: readonly string[]) =>
     names.every((name) => {
       const checkpoint = known.get(name);
       return checkpoint !== undefined && comparePositions(checkpoint, position) >= 0;
     });
-  const refresh = async (names: readonly string[]) => {
-    for (const name of names) {
-      const position = await readCheckpoint(deps.pool, name);
-      const previous = known.get(name);
-      if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
-    }
-  };
 
   /** `names` narrows the wait to some of the projections (default: all of `deps.names`). */
   return async function waitForProjections(position: Position, names: readonly string[] = deps.names): Promise<boolean> {
     if (names.length === 0) return true;
     await listening;
     if (caughtUp(position, names)) return true;
-    await refresh(names);
-    if (caughtUp(position, names)) return true;
+    const unknown = names.filter((name) => !known.has(name));
+    if (unknown.length > 0) {
+      await refresh(unknown);
+      if (caughtUp(position, names)) return true;
+    }
     return new Promise<boolean>((resolve) => {
       const done = (result: boolean) => {
         clearTimeout(timer);
@@ -162,7 +174,6 @@ export function createProjectionWaiter(deps: {
       const timer = setTimeout(() => done(false), deps.timeoutMs);
       waiters.add(check);
       check(); // a notification may have landed during the refresh above
-
     });
   };
 }

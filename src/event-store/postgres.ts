@@ -2,6 +2,7 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
@@ -75,23 +76,6 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
 }
 
 export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications): EventStore {
-  // Subscriptions woken together (one per projection) ask for the same page at the same moment: one
-  // query answers them all. Callers get the same array and must not change it. A read is shared only
-  // within one wake-up generation, so a subscriber woken by a newer append never gets an answer
-  // from a query that started before it.
-  let wakeGeneration = 0;
-  const readsInFlight = new Map<string, Promise<RecordedEvent[]>>();
-  const readAll = (options: ReadAllOptions = {}): Promise<RecordedEvent[]> => {
-    const after = options.after ?? START;
-    const key = `${wakeGeneration} ${formatPosition(after)} ${options.tenantId ?? ''} ${options.maxCount ?? DEFAULT_READ_BATCH}`;
-    let read = readsInFlight.get(key);
-    if (!read) {
-      read = queryAll(options).finally(() => readsInFlight.delete(key));
-      readsInFlight.set(key, read);
-    }
-    return read;
-  };
-
   const queryAll = async (options: ReadAllOptions): Promise<RecordedEvent[]> => {
     const after = options.after ?? START;
     const params: unknown[] = [after.commit.toString(), after.prepare.toString(), options.maxCount ?? DEFAULT_READ_BATCH];
@@ -110,33 +94,6 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
     return rows.map(toRecordedEvent);
   };
 
-  // Wakes catch-up subscribers: those of this process directly, those of other processes with
-  // NOTIFY events_appended. The NOTIFY is sent after the append's commit, not inside its transaction
-  // (a NOTIFY in the transaction serialises every committer on the notify queue lock), and at most one
-  // per NOTIFY_INTERVAL_MS (leading and trailing edge), so under load it costs a few statements a
-  // second. Should a process die between commit and NOTIFY, subscribers still poll every
-  // SUBSCRIPTION_POLL_MS.
-  const localSubscribers = new Set<() => void>();
-  let lastNotifyAt = Number.NEGATIVE_INFINITY;
-  let trailingNotify: NodeJS.Timeout | null = null;
-  const sendNotify = () => {
-    lastNotifyAt = performance.now();
-    void pool.query(`SELECT pg_notify('events_appended', '')`).catch(() => {});
-  };
-  const announceAppend = (): void => {
-    for (const wake of localSubscribers) wake();
-    if (trailingNotify) return;
-    const wait = lastNotifyAt + NOTIFY_INTERVAL_MS - performance.now();
-    if (wait <= 0) sendNotify();
-    else {
-      trailingNotify = setTimeout(() => {
-        trailingNotify = null;
-        sendNotify();
-      }, wait);
-      trailingNotify.unref();
-    }
-  };
-
   // Whether the newest event is still beyond the read horizon. Written as "the last row by the index"
   // on purpose: with LIMIT 1 and a plain range condition the planner expects matches everywhere and
   // scans the table (17 ms at 50,000 events, measured), on every empty read.
@@ -148,6 +105,75 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
                WHERE newest.transaction_id >= pg_snapshot_xmin(pg_current_snapshot())`,
       })
     ).rowCount! > 0;
+
+  // The subscriptions of a process (one per projection) mostly stand at the same position and are
+  // woken together, so they share their reads. A generation starts with every append of this process
+  // and every notification of another's; within one, a read at a given position is made once and its
+  // answer (the same array: callers must not change it) given to every subscriber asking for it. That
+  // is as fresh as each needs: whatever was announced before the generation began, the read sees.
+  let generation = 0;
+  let sharedReads = new Map<string, Promise<unknown>>();
+  const newGeneration = () => {
+    generation++;
+    sharedReads = new Map();
+  };
+  const shared = <T>(key: string, run: () => Promise<T>): Promise<T> => {
+    let read = sharedReads.get(key) as Promise<T> | undefined;
+    if (!read) {
+      const reads = sharedReads;
+      read = run();
+      reads.set(key, read);
+      read.catch(() => reads.delete(key));
+    }
+    return read;
+  };
+  const readForSubscriber = (after: Position, tenantId: string | undefined) =>
+    shared(`read ${formatPosition(after)} ${tenantId ?? ''}`, () => queryAll({ after, ...(tenantId ? { tenantId } : {}) }));
+  // Committed events can stay invisible while an older transaction (in any database of the cluster)
+  // runs: when the newest is beyond the horizon, look again shortly, in a new generation, instead of
+  // waiting for the next notification. Resolves whether to read again now.
+  const awaitHorizon = () =>
+    shared('horizon', async () => {
+      if (!(await hasEventsBeyondHorizon())) return false;
+      await pause(HORIZON_RECHECK_MS);
+      newGeneration();
+      return true;
+    });
+
+  // Wakes catch-up subscribers: those of this process directly, those of other processes with
+  // NOTIFY events_appended, whose payload names this process so that it ignores its own. The NOTIFY
+  // is sent after the append's commit, not inside its transaction (a NOTIFY in the transaction
+  // serialises every committer on the notify queue lock), and at most one per NOTIFY_INTERVAL_MS
+  // (leading and trailing edge), so under load it costs a few statements a second. Should a process
+  // die between commit and NOTIFY, subscribers still poll every SUBSCRIPTION_POLL_MS.
+  const instanceId = randomUUID();
+  const localSubscribers = new Set<() => void>();
+  const wakeSubscribers = () => {
+    newGeneration();
+    for (const wake of localSubscribers) wake();
+  };
+  let lastNotifyAt = Number.NEGATIVE_INFINITY;
+  let trailingNotify: NodeJS.Timeout | null = null;
+  const sendNotify = () => {
+    lastNotifyAt = performance.now();
+    void pool.query({ name: 'events.notify', text: `SELECT pg_notify('events_appended', $1)`, values: [instanceId] }).catch(() => {});
+  };
+  const announceAppend = (): void => {
+    wakeSubscribers();
+    if (trailingNotify) return;
+    const wait = lastNotifyAt + NOTIFY_INTERVAL_MS - performance.now();
+    if (wait <= 0) sendNotify();
+    else {
+      trailingNotify = setTimeout(() => {
+        trailingNotify = null;
+        sendNotify();
+      }, wait);
+      trailingNotify.unref();
+    }
+  };
+  let listeningForOthers: Promise<() => void> | null = null;
+  const listenForOthers = () =>
+    (listeningForOthers ??= notifications.listen('events_appended', (payload) => payload !== instanceId && wakeSubscribers()));
 
   return {
     async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
@@ -193,43 +219,42 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       return rows.map(toRecordedEvent);
     },
 
-    readAll,
+    readAll: queryAll,
 
     subscribeToAll({ after = START, tenantId, onError }, onEvents) {
       let position: Position = after;
       let stopped = false;
-      // Set by every notification; a read clears it first, so one that lands between a read and the
-      // wait is not lost.
-      let notified = false;
-      let wake: () => void = () => {};
+      // Set by every wake-up; a read clears it first, so one that lands between a read and the wait is
+      // not lost.
+      let woken = false;
+      let wakeSleeper: () => void = () => {};
       const sleep = () =>
-        notified
+        woken
           ? Promise.resolve()
           : new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, SUBSCRIPTION_POLL_MS);
-              wake = () => {
+              // A poll must really read: it looks for what no notification announced.
+              const timer = setTimeout(() => {
+                newGeneration();
+                resolve();
+              }, SUBSCRIPTION_POLL_MS);
+              wakeSleeper = () => {
                 clearTimeout(timer);
                 resolve();
               };
             });
-      const onNotification = () => {
-        wakeGeneration++;
-        notified = true;
-        wake();
+      const wake = () => {
+        woken = true;
+        wakeSleeper();
       };
-      localSubscribers.add(onNotification);
-      const unlisten = notifications.listen('events_appended', onNotification);
+      localSubscribers.add(wake);
       const loop = (async () => {
-        await unlisten;
+        await listenForOthers();
         while (!stopped) {
           try {
-            notified = false;
-            const batch = await readAll({ after: position, ...(tenantId ? { tenantId } : {}) });
+            woken = false;
+            const batch = await readForSubscriber(position, tenantId);
             if (batch.length === 0) {
-              // Committed events can stay invisible while an older transaction (in any database of the
-              // cluster) runs; look again shortly instead of waiting for the next notification.
-              if (await hasEventsBeyondHorizon()) await pause(HORIZON_RECHECK_MS);
-              else await sleep();
+              if (!(await awaitHorizon())) await sleep();
               continue;
             }
             await onEvents(batch);
@@ -244,15 +269,16 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       return {
         async stop() {
           stopped = true;
-          onNotification();
-          localSubscribers.delete(onNotification);
-          (await unlisten)();
+          wake();
+          localSubscribers.delete(wake);
           await loop.catch(() => {});
         },
       };
     },
 
-    async close() {},
+    async close() {
+      if (listeningForOthers) (await listeningForOthers)();
+    },
   };
 }
 
