@@ -23,7 +23,11 @@ export async function openDatabase(connectionUri: string, options: { maximumPool
     ],
   };
   const slonik = await createPool(connectionUri, { ...settings, maximumPoolSize: options.maximumPoolSize ?? 20 });
-  const eventStore = newPgPool(connectionUri, 20);
+  // The event store's statements are few, named and prepared once per connection, and their best plan
+  // does not depend on the values. Left to choose (Postgres's default), it re-planned the append to
+  // several streams for every call, which then spent more time planning than running (measured:
+  // 0.65 ms a call against 0.35 ms with the generic plan).
+  const eventStore = newPgPool(connectionUri, 20, { options: '-c plan_cache_mode=force_generic_plan' });
   const pgPool = newPgPool(connectionUri, 10);
   return { slonik, eventStore, pg: pgPool, connectionUri };
 }
@@ -32,11 +36,12 @@ export async function closeDatabase(db: Database): Promise<void> {
   await Promise.allSettled([db.slonik.end(), db.eventStore.end(), db.pg.end()]);
 }
 
-function newPgPool(connectionUri: string, max: number): pg.Pool {
+function newPgPool(connectionUri: string, max: number, settings: { options?: string } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: connectionUri,
     max,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    ...settings,
   });
   // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
   pool.on('error', () => {});

@@ -1,9 +1,10 @@
-// Runs one command against one stream: load, fold, decide, append with the loaded revision as the
+// Runs a command against one stream: load, fold, decide, append with the loaded revision as the
 // expected one, and on a concurrent writer's conflict start over (a few times). After a successful
 // append it waits until the read models have caught up, so the caller's next query sees its write.
+// `handleCommands` does the same for commands on several streams that must take effect together.
 import { randomUUID } from 'node:crypto';
 import { fold, type Decider, type DomainEvent } from './decider.ts';
-import { WrongExpectedRevisionError, type Actor, type EventStore, type Position } from './port.ts';
+import { WrongExpectedRevisionError, type Actor, type EventMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
   tenantId: string | null;
@@ -18,49 +19,85 @@ export type CommandDeps = {
   waitForProjections: (position: Position, eventTypes: readonly string[]) => Promise<void>;
 };
 
+/** One command on one stream. */
+export type StreamCommand<Command, Event extends DomainEvent, State> = {
+  streamName: string;
+  decider: Decider<Command, Event, State>;
+  command: Command;
+  context: CommandContext;
+  /** The caller just minted the stream's id: skip reading it (an existing stream still fails the append). */
+  newStream?: boolean;
+};
+
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
+
+// The commands of a batch each have their own command, event and state types: the batch is typed
+// loosely, its results precisely.
+type AnyStreamCommand = StreamCommand<any, any, any>;
+type ResultsOf<Commands extends readonly AnyStreamCommand[]> = {
+  [Index in keyof Commands]: Commands[Index] extends StreamCommand<any, infer Event, infer State> ? { newEvents: Event[]; state: State } : never;
+};
 
 const MAX_ATTEMPTS = 5;
 
 export async function handleCommand<Command, Event extends DomainEvent, State>(
   deps: CommandDeps,
-  request: {
-    streamName: string;
-    decider: Decider<Command, Event, State>;
-    command: Command;
-    context: CommandContext;
-    /** The caller just minted the stream's id: skip reading it (an existing stream still fails the append). */
-    newStream?: boolean;
-  },
+  request: StreamCommand<Command, Event, State>,
 ): Promise<CommandResult<Event, State>> {
+  const { results, position } = await handleCommands(deps, [request]);
+  return { ...results[0], position };
+}
+
+/**
+ * Each command is decided on its own stream's state; all their events are appended in one write
+ * (`appendToStreams`), or none are. A domain error from any decider refuses them all.
+ */
+export async function handleCommands<const Commands extends readonly AnyStreamCommand[]>(
+  deps: CommandDeps,
+  commands: Commands,
+): Promise<{ results: ResultsOf<Commands>; position: Position | null }> {
   const { eventStore } = deps;
-  const { streamName, decider, command, context } = request;
+  const correlationId = commands[0]?.context.correlationId ?? randomUUID();
   for (let attempt = 1; ; attempt++) {
-    const history = request.newStream && attempt === 1 ? [] : ((await eventStore.readStream(streamName)) as unknown as Event[]);
-    const state = fold(decider, history);
-    const newEvents = decider.decide(command, state);
-    if (newEvents.length === 0) return { newEvents, state, position: null };
-    try {
-      const { position } = await eventStore.appendToStream(
-        streamName,
-        newEvents.map(({ type, data }) => ({ type, data })),
+    const decided = await Promise.all(
+      commands.map(async ({ streamName, decider, command, newStream }) => {
+        const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
+        const state = fold(decider, history);
+        return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };
+      }),
+    );
+    const results = decided.map(({ state, newEvents }, index) => ({ newEvents, state: newEvents.reduce(commands[index]!.decider.evolve, state) }));
+    const appends = decided.flatMap(({ history, newEvents }, index) => {
+      if (newEvents.length === 0) return [];
+      const { streamName, context } = commands[index]!;
+      return [
         {
-          expectedRevision: history.length === 0 ? 'no_stream' : BigInt(history.length - 1),
-          metadata: {
-            tenantId: context.tenantId,
-            actor: context.actor,
-            correlationId: context.correlationId ?? randomUUID(),
-            causationId: context.causationId ?? null,
-            schemaVersion: 1,
-            occurredAt: new Date().toISOString(),
-          },
+          streamName,
+          events: newEvents.map(({ type, data }) => ({ type, data })),
+          expectedRevision: history.length === 0 ? ('no_stream' as const) : BigInt(history.length - 1),
+          metadata: metadataOf(context, correlationId),
         },
-      );
-      await deps.waitForProjections(position, [...new Set(newEvents.map((event) => event.type))]);
-      return { newEvents, state: newEvents.reduce(decider.evolve, state), position };
+      ];
+    });
+    if (appends.length === 0) return { results: results as ResultsOf<Commands>, position: null };
+    try {
+      const { position } = await eventStore.appendToStreams(appends);
+      await deps.waitForProjections(position, [...new Set(decided.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
+      return { results: results as ResultsOf<Commands>, position };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
       throw error;
     }
   }
+}
+
+function metadataOf(context: CommandContext, correlationId: string): EventMetadata {
+  return {
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId ?? correlationId,
+    causationId: context.causationId ?? null,
+    schemaVersion: 1,
+    occurredAt: new Date().toISOString(),
+  };
 }

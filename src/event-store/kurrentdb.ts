@@ -5,6 +5,9 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import {
   ANY,
+  AppendConsistencyViolationError,
+  BACKWARDS,
+  END,
   KurrentDBClient,
   NO_STREAM,
   StreamNotFoundError,
@@ -23,11 +26,13 @@ import {
   WrongExpectedRevisionError,
   comparePositions,
   assertAppendable,
+  assertAppendableTogether,
   type EventMetadata,
   type EventStore,
   type ExpectedRevision,
   type Position,
   type RecordedEvent,
+  type StreamAppend,
 } from './port.ts';
 
 const DEFAULT_READ_BATCH = 1000;
@@ -47,7 +52,14 @@ const eventMetadata: z.ZodType<EventMetadata> = z.object({
 export function createKurrentDbEventStore(connectionString: string): EventStore {
   const client = KurrentDBClient.connectionString(connectionString);
 
-  return {
+  const readLastEvent = async (streamName: string): Promise<RecordedEvent> => {
+    for await (const resolved of client.readStream(streamName, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+      if (resolved.event) return toRecordedEvent(resolved.event);
+    }
+    throw new Error(`KurrentDB returned no event of ${streamName} right after appending to it`);
+  };
+
+  const store: EventStore = {
     async appendToStream(streamName, events, { expectedRevision, metadata }) {
       assertAppendable(streamName, events, metadata);
       try {
@@ -62,6 +74,38 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
         if (error instanceof WrongExpectedVersionError) throw new WrongExpectedRevisionError(streamName, expectedRevision);
         throw error;
       }
+    },
+
+    // KurrentDB 25.1 and later append to several streams in one transaction (one stream takes the
+    // classic append, which older servers have too). That API takes metadata
+    // as string values only, so the metadata travels as one JSON string and is decoded on read; it
+    // reports the commit position only, so the last event is read back for its exact position.
+    async appendToStreams(appends) {
+      assertAppendableTogether(appends);
+      if (appends.length === 1) {
+        const [{ streamName, events, expectedRevision, metadata }] = appends as [StreamAppend];
+        const { nextExpectedRevision, position } = await store.appendToStream(streamName, events, { expectedRevision, metadata });
+        return { nextExpectedRevisions: [nextExpectedRevision], position };
+      }
+      try {
+        await client.multiStreamAppend(
+          appends.map(({ streamName, events, expectedRevision, metadata }) => ({
+            streamName,
+            expectedState: toStreamState(expectedRevision),
+            events: events.map((event) =>
+              jsonEvent({ id: randomUUID(), type: event.type, data: event.data, metadata: { [ENCODED_METADATA]: JSON.stringify(metadata) } }),
+            ),
+          })),
+        );
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError || error instanceof AppendConsistencyViolationError) {
+          throw WrongExpectedRevisionError.of(appends);
+        }
+        throw error;
+      }
+      const lastEvents = await Promise.all(appends.map(({ streamName }) => readLastEvent(streamName)));
+      const position = lastEvents.map((event) => event.position).reduce((a, b) => (comparePositions(a, b) >= 0 ? a : b));
+      return { nextExpectedRevisions: lastEvents.map((event) => event.streamRevision), position };
     },
 
     async readStream(streamName, { fromRevision = 0n } = {}) {
@@ -145,6 +189,7 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
       await client.dispose();
     },
   };
+  return store;
 }
 
 function toStreamState(expected: ExpectedRevision): StreamState {
@@ -165,12 +210,20 @@ function toRecordedEvent(event: KurrentRecordedEvent): RecordedEvent {
     eventId: event.id,
     type: event.type,
     data: eventData.parse(event.data),
-    metadata: eventMetadata.parse(event.metadata),
+    metadata: eventMetadata.parse(decodeMetadata(event.metadata)),
     streamName: event.streamId,
     streamRevision: event.revision,
     position: event.position,
     recordedAt: event.created.toISOString(),
   };
+}
+
+/** Metadata written by `appendToStreams` is one JSON string under this key. */
+const ENCODED_METADATA = 'employerIntegrationsMetadata';
+
+function decodeMetadata(metadata: unknown): unknown {
+  const encoded = (metadata as Record<string, unknown> | undefined)?.[ENCODED_METADATA];
+  return typeof encoded === 'string' ? JSON.parse(encoded) : metadata;
 }
 
 /** Groups what a subscription has already buffered into one batch, so handlers see batches, not single events. */

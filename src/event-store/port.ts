@@ -47,6 +47,12 @@ export type ExpectedRevision = 'no_stream' | 'any' | bigint;
 
 export type AppendResult = { nextExpectedRevision: bigint; position: Position };
 
+/** One stream's part of an append to several streams. */
+export type StreamAppend = { streamName: string; events: NewEvent[]; expectedRevision: ExpectedRevision; metadata: EventMetadata };
+
+/** Each stream's next expected revision, in the order given, and the position of the last event written. */
+export type MultiStreamAppendResult = { nextExpectedRevisions: bigint[]; position: Position };
+
 export type ReadAllOptions = {
   /** Exclusive: events strictly after this position. */
   after?: Position;
@@ -62,6 +68,12 @@ export interface EventStore {
     events: NewEvent[],
     options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
   ): Promise<AppendResult>;
+  /**
+   * Appends to several distinct streams as one write: every stream is where its caller expected and
+   * all the events are written, or nothing is (WrongExpectedRevisionError). A command that must change
+   * two streams together (claim an e-mail address and register its user) cannot leave half done.
+   */
+  appendToStreams(appends: StreamAppend[]): Promise<MultiStreamAppendResult>;
   /** Events of one stream in revision order; an empty array when the stream does not exist. */
   readStream(streamName: string, options?: { fromRevision?: bigint }): Promise<RecordedEvent[]>;
   /** Events in global order, never skipping one that commits later with a lower position. */
@@ -75,13 +87,20 @@ export interface EventStore {
 }
 
 export class WrongExpectedRevisionError extends Error {
+  /** The stream; for an append to several streams, all of them, comma-separated. */
   readonly streamName: string;
+  /** The expected revision (of the first stream, for several). */
   readonly expected: ExpectedRevision;
   constructor(streamName: string, expected: ExpectedRevision) {
     super(`Stream ${streamName} is not at the expected revision ${String(expected)}`);
     this.name = 'WrongExpectedRevisionError';
     this.streamName = streamName;
     this.expected = expected;
+  }
+
+  /** Refusal of an append to one or more streams; with several, the store need not say which was off. */
+  static of(appends: StreamAppend[]): WrongExpectedRevisionError {
+    return new WrongExpectedRevisionError(appends.map((append) => append.streamName).join(', '), appends[0]!.expectedRevision);
   }
 }
 
@@ -125,4 +144,11 @@ export function assertAppendable(streamName: string, events: NewEvent[], metadat
   const tenantId = tenantOfStream(streamName);
   if (tenantId !== metadata.tenantId) throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);
   return tenantId;
+}
+
+/** `assertAppendable` for each part of an append to several streams, which must name each stream once. */
+export function assertAppendableTogether(appends: StreamAppend[]): (string | null)[] {
+  if (appends.length === 0) throw new Error('appendToStreams needs at least one stream');
+  if (new Set(appends.map((append) => append.streamName)).size !== appends.length) throw new Error('appendToStreams names a stream twice');
+  return appends.map((append) => assertAppendable(append.streamName, append.events, append.metadata));
 }

@@ -1,7 +1,8 @@
-// Commands on employers and users. Registering a user first claims its e-mail's reservation stream,
-// so two employers can never hold the same address, on either event store adapter.
+// Commands on employers and users. Registering a user claims its e-mail's reservation stream in the
+// same write (appendToStreams), so two employers can never hold the same address, on either event
+// store adapter, and a failed registration leaves no claim behind.
 import { randomUUID } from 'node:crypto';
-import { handleCommand, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
@@ -38,34 +39,26 @@ export async function registerUser(
   input: { employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource; userId?: string },
 ): Promise<{ userId: string; state: UserState; position: Position | null }> {
   const userId = input.userId ?? randomUUID();
-  const hash = emailHash(input.profile.email);
-  await reserveEmail(deps, context, hash, input.employerId, userId);
-  try {
-    const result = await handleCommand(deps, {
+  const { results, position } = await handleCommands(deps, [
+    reserveEmail(context, input.profile.email, input.employerId, userId),
+    {
       streamName: userStream(input.employerId, userId),
       decider: userDecider,
       command: { type: 'RegisterUser', userId, employerId: input.employerId, role: input.role, profile: input.profile, active: input.active, source: input.source },
       context,
       newStream: input.userId === undefined,
-    });
-    return { userId, state: result.state, position: result.position };
-  } catch (error) {
-    await releaseEmail(deps, context, hash, userId);
-    throw error;
-  }
+    },
+  ]);
+  return { userId, state: results[1].state, position };
 }
 
+/** A new e-mail address is claimed, and the old one released, in the same write as the change. */
 export async function updateUserProfile(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, current: UserProfile, changes: Partial<UserProfile>) {
   const newEmail = changes.email !== undefined && changes.email.toLowerCase() !== current.email.toLowerCase() ? changes.email : null;
-  if (newEmail) await reserveEmail(deps, context, emailHash(newEmail), employerId, userId);
-  const result = await handleCommand(deps, {
-    streamName: userStream(employerId, userId),
-    decider: userDecider,
-    command: { type: 'UpdateUserProfile', changes },
-    context,
-  });
-  if (newEmail) await releaseEmail(deps, context, emailHash(current.email), userId);
-  return result.state;
+  const update = { streamName: userStream(employerId, userId), decider: userDecider, command: { type: 'UpdateUserProfile', changes } as const, context };
+  if (!newEmail) return (await handleCommand(deps, update)).state;
+  const { results } = await handleCommands(deps, [update, reserveEmail(context, newEmail, employerId, userId), releaseEmail(context, current.email, userId)]);
+  return results[0].state;
 }
 
 export async function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean, scimDelete = false) {
@@ -78,22 +71,24 @@ export async function setUserActive(deps: CommandDeps, context: CommandContext, 
   return result;
 }
 
-async function reserveEmail(deps: CommandDeps, context: CommandContext, hash: string, employerId: string, userId: string) {
-  await handleCommand(deps, {
+function reserveEmail(context: CommandContext, email: string, employerId: string, userId: string) {
+  const hash = emailHash(email);
+  return {
     streamName: emailReservationStream(hash),
     decider: emailReservationDecider,
-    command: { type: 'ReserveEmail', emailHash: hash, employerId, userId },
+    command: { type: 'ReserveEmail', emailHash: hash, employerId, userId } as const,
     context: { ...context, tenantId: null },
     // Most addresses have never been reserved: try that first; a taken one is read and decided on retry.
     newStream: true,
-  });
+  };
 }
 
-async function releaseEmail(deps: CommandDeps, context: CommandContext, hash: string, userId: string) {
-  await handleCommand(deps, {
+function releaseEmail(context: CommandContext, email: string, userId: string) {
+  const hash = emailHash(email);
+  return {
     streamName: emailReservationStream(hash),
     decider: emailReservationDecider,
-    command: { type: 'ReleaseEmail', emailHash: hash, userId },
+    command: { type: 'ReleaseEmail', emailHash: hash, userId } as const,
     context: { ...context, tenantId: null },
-  });
+  };
 }

@@ -1,6 +1,7 @@
-// E-mail addresses are unique across all employers. Uniqueness across aggregates cannot rest on one
-// database transaction (the KurrentDB adapter has none spanning streams), so each address has a
-// reservation stream, system.emailReservation-<sha256(address)>, claimed with optimistic concurrency.
+// E-mail addresses are unique across all employers. Uniqueness across aggregates cannot rest on a
+// unique index of a read model (it lags, and is rebuilt), so each address has a reservation stream,
+// system.emailReservation-<sha256(address)>, claimed with optimistic concurrency in the same append
+// as the user's registration or e-mail change.
 import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
 import { systemStream } from '../event-store/port.ts';
 import { sha256Hex } from '../crypto/tokens.ts';

@@ -8,6 +8,7 @@ import {
   START,
   WrongExpectedRevisionError,
   comparePositions,
+  systemStream,
   tenantStream,
   type EventMetadata,
   type EventStore,
@@ -195,6 +196,48 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       expect(won).toHaveLength(1);
       expect(lost.every((result) => result.reason instanceof WrongExpectedRevisionError)).toBe(true);
       expect(await store.readStream(tenant.stream('a'))).toHaveLength(2);
+    });
+
+    describe('appendToStreams', () => {
+      const counted = (...ns: number[]) => ns.map((n) => ({ type: 'Counted', data: { n } }));
+
+      it("writes a tenant's stream and a system stream together, each at its next revision, and reports the last event's position", async () => {
+        const tenant = newTenant();
+        await tenant.append('a', [1], 'no_stream');
+        const claim = systemStream('claim', randomUUID());
+        const systemMetadata = metadataFor(tenant.tenantId, { tenantId: null });
+        const result = await store.appendToStreams([
+          { streamName: tenant.stream('a'), events: counted(2, 3), expectedRevision: 0n, metadata: metadataFor(tenant.tenantId) },
+          { streamName: claim, events: counted(4), expectedRevision: 'no_stream', metadata: systemMetadata },
+        ]);
+        expect(result.nextExpectedRevisions).toEqual([2n, 0n]);
+        expect(numbers(await store.readStream(tenant.stream('a')))).toEqual([1, 2, 3]);
+        const [claimed] = await store.readStream(claim);
+        expect(claimed).toMatchObject({ data: { n: 4 }, metadata: systemMetadata, streamRevision: 0n });
+        const newest = [...(await store.readStream(tenant.stream('a'))), claimed!].map((event) => event.position).sort(comparePositions).at(-1);
+        expect(result.position).toEqual(newest);
+      });
+
+      it('writes nothing when any one stream is not where its caller expected', async () => {
+        const tenant = newTenant();
+        await tenant.append('taken', [1], 'no_stream');
+        const failure = store.appendToStreams([
+          { streamName: tenant.stream('fresh'), events: counted(2), expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) },
+          { streamName: tenant.stream('taken'), events: counted(3), expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) },
+        ]);
+        await expect(failure).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(tenant.stream('fresh'))).toEqual([]);
+        expect(numbers(await store.readStream(tenant.stream('taken')))).toEqual([1]);
+      });
+
+      it('refuses a stream named twice, and a part whose metadata names another tenant, writing nothing', async () => {
+        const tenant = newTenant();
+        const part = (id: string, tenantId = tenant.tenantId) =>
+          ({ streamName: tenant.stream(id), events: counted(1), expectedRevision: 'any', metadata: metadataFor(tenantId) }) as const;
+        await expect(store.appendToStreams([part('a'), part('a')])).rejects.toThrow(/names a stream twice/);
+        await expect(store.appendToStreams([part('a'), part('b', randomUUID())])).rejects.toThrow(/does not belong to tenant/);
+        expect(await store.readStream(tenant.stream('a'))).toEqual([]);
+      });
     });
 
     describe('subscribeToAll', () => {

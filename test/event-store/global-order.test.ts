@@ -2,8 +2,7 @@
 // never skips an event whose transaction commits after one with a higher position.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { APPEND_SQL, createPostgresEventStore } from '../../src/event-store/postgres.ts';
+import { appendStatement, createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, comparePositions, type EventMetadata, type EventStore, type Position } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -51,8 +50,9 @@ describe('Postgres event store: global order', () => {
         await client.connect();
         await client.query('BEGIN');
         await client.query(
-          APPEND_SQL,
-          [`tenant-${tenantId}.held-${i}`, tenantId, -2, [randomUUID()], ['Raced'], [JSON.stringify({ n: `held-${i}` })], JSON.stringify(metadata(tenantId))],
+          appendStatement([
+            { streamName: `tenant-${tenantId}.held-${i}`, events: [{ type: 'Raced', data: { n: `held-${i}` } }], expectedRevision: 'no_stream', metadata: metadata(tenantId) },
+          ]),
         );
         return client;
       }),

@@ -1,0 +1,81 @@
+// Registering a user and changing a user's e-mail write the e-mail's reservation stream and the
+// user's stream in one append: each happens whole or not at all, so no claim is ever left behind.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommandContext, CommandDeps } from '../../src/event-store/command-handler.ts';
+import { DomainError } from '../../src/event-store/decider.ts';
+import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
+import { registerUser, updateUserProfile } from '../../src/tenants/commands.ts';
+import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
+import { userStream, type UserProfile } from '../../src/tenants/user.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+
+describe('user registration and e-mail changes', () => {
+  let database: TestDatabase;
+  let deps: CommandDeps;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications), waitForProjections: async () => {} };
+  });
+  afterAll(async () => database?.cleanup());
+
+  const employer = () => {
+    const employerId = `emp_${randomUUID().replaceAll('-', '')}`;
+    const context: CommandContext = { tenantId: employerId, actor: { type: 'system', id: 'registration-test' } };
+    const profile = (email: string): UserProfile => ({ email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null });
+    const register = (email: string, userId?: string) =>
+      registerUser(deps, context, { employerId, role: 'PATIENT', profile: profile(email), active: true, source: 'scim', ...(userId ? { userId } : {}) });
+    return { employerId, context, profile, register };
+  };
+  const reservation = (email: string) => deps.eventStore.readStream(emailReservationStream(emailHash(email)));
+  const uniqueEmail = () => `${randomUUID()}@registration.test`;
+
+  it('claims the e-mail and registers the user in the same transaction', async () => {
+    const { employerId, register } = employer();
+    const email = uniqueEmail();
+    const { userId, position } = await register(email);
+    const [claim] = await reservation(email);
+    const [registered] = await deps.eventStore.readStream(userStream(employerId, userId));
+    expect(claim).toMatchObject({ type: 'EmailReserved', data: { employerId, userId } });
+    expect(registered).toMatchObject({ type: 'UserRegistered', data: { userId, email } });
+    expect(claim!.position.commit).toBe(registered!.position.commit);
+    expect(position).toEqual(registered!.position);
+  });
+
+  it('writes neither stream when the e-mail belongs to another employer', async () => {
+    const email = uniqueEmail();
+    await employer().register(email);
+    const other = employer();
+    const userId = randomUUID();
+    await expect(other.register(email, userId)).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
+    expect(await deps.eventStore.readStream(userStream(other.employerId, userId))).toEqual([]);
+    expect(await reservation(email)).toHaveLength(1);
+  });
+
+  it('leaves no claim on the e-mail when the user cannot be registered', async () => {
+    const { register } = employer();
+    const { userId } = await register(uniqueEmail());
+    const unclaimed = uniqueEmail();
+    await expect(register(unclaimed, userId)).rejects.toBeInstanceOf(DomainError);
+    expect(await reservation(unclaimed)).toEqual([]);
+    // The address is still free for anyone.
+    await expect(employer().register(unclaimed)).resolves.toMatchObject({ position: expect.anything() });
+  });
+
+  it('moves the claim with an e-mail change, and changes nothing when the new address is taken', async () => {
+    const { employerId, context, profile, register } = employer();
+    const before = uniqueEmail();
+    const { userId } = await register(before);
+    const after = uniqueEmail();
+    await updateUserProfile(deps, context, employerId, userId, profile(before), { email: after });
+    expect((await reservation(before)).map((event) => event.type)).toEqual(['EmailReserved', 'EmailReleased']);
+    expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
+
+    const taken = uniqueEmail();
+    await employer().register(taken);
+    const userEvents = (await deps.eventStore.readStream(userStream(employerId, userId))).length;
+    await expect(updateUserProfile(deps, context, employerId, userId, profile(after), { email: taken })).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
+    expect(await deps.eventStore.readStream(userStream(employerId, userId))).toHaveLength(userEvents);
+    expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
+  });
+});
