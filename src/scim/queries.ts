@@ -143,7 +143,7 @@ export async function groupMembers(pool: DatabasePool, employerId: string, group
 
 /**
  * One page in stable (created_at, id) order; the total comes with the rows (count(*) OVER ()), and
- * from a count of its own only when the page is empty.
+ * from a count of its own only when a page after the first, or of no rows (count=0), is empty.
  */
 async function listPage<T extends z.ZodObject>(
   pool: DatabasePool,
@@ -156,10 +156,13 @@ async function listPage<T extends z.ZodObject>(
     SELECT ${spec.columns}, count(*) OVER () AS total_results FROM ${spec.from} WHERE ${where}
     ORDER BY ${spec.order} OFFSET ${startIndex - 1} LIMIT ${count}`);
   const first = rows[0] as { total_results: number } | undefined;
+  // An empty first page means nothing matches (Okta's lookup before each create): no count needed.
   const totalResults = Number(
     first
       ? first.total_results
-      : await pool.oneFirst(sql.type(z.object({ total: z.coerce.number() }))`SELECT count(*) AS total FROM ${spec.from} WHERE ${where}`),
+      : startIndex === 1 && count > 0
+        ? 0
+        : await pool.oneFirst(sql.type(z.object({ total: z.coerce.number() }))`SELECT count(*) AS total FROM ${spec.from} WHERE ${where}`),
   );
   return { totalResults, startIndex, rows: rows.map(({ total_results: _total, ...row }) => row as z.infer<T>) };
 }
