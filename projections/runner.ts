@@ -29,8 +29,8 @@ async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): 
   return { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
 }
 
-/** Moves the checkpoint and announces it (delivered at commit) in one round trip. */
-async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, position: Position, applied: number) {
+/** Moves the checkpoint and, when `notifyPeers`, announces it to other processes (delivered at commit), in one round trip. */
+async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, position: Position, applied: number, notifyPeers: boolean) {
   await tx.query(sql.unsafe`
     WITH saved AS (
       UPDATE projection_checkpoints
@@ -38,18 +38,21 @@ async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, p
           events_applied = events_applied + ${applied}, updated_at = now()
       WHERE name = ${name}
       RETURNING name)
-    SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`}) FROM saved`);
+    SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`}) FROM saved WHERE ${notifyPeers}`);
 }
 
-/** Applies one batch to a projection in the transaction that moves its checkpoint. */
-export async function applyBatch(pool: DatabasePool, projection: Projection, batch: RecordedEvent[]): Promise<number> {
+/**
+ * Applies one batch to a projection in the transaction that moves its checkpoint. `notifyPeers`:
+ * announce the new checkpoint to other processes' waiters (this process's hear of it from the runner).
+ */
+export async function applyBatch(pool: DatabasePool, projection: Projection, batch: RecordedEvent[], notifyPeers = true): Promise<number> {
   return pool.transaction(async (tx) => {
     const checkpoint = await lockCheckpoint(tx, projection.name);
     const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
     if (fresh.length === 0) return 0;
     const relevant = fresh.filter((event) => projection.eventTypes.includes(event.type));
     if (relevant.length > 0) await projection.apply(tx, relevant);
-    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, relevant.length);
+    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, relevant.length, notifyPeers);
     return relevant.length;
   });
 }
@@ -65,23 +68,29 @@ export type ProjectionRunner = { stop(): Promise<void> };
 export async function startProjectionRunner(deps: {
   pool: DatabasePool;
   eventStore: EventStore;
+  notifications: Notifications;
   projections: Projection[];
   onError: (projection: string, error: unknown) => void;
 }): Promise<ProjectionRunner> {
+  const { notifications } = deps;
   const subscriptions: Subscription[] = [];
-  const announcePassed = createPassedAnnouncer(deps.pool);
+  const announcePassed = createPassedAnnouncer(deps.pool, notifications);
   for (const projection of deps.projections) {
     const after = await readCheckpoint(deps.pool, projection.name);
     subscriptions.push(
       deps.eventStore.subscribeToAll({ after, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
+        const end = batch[batch.length - 1]!.position;
         // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
         // the next relevant batch (after a restart the skipped events are read and skipped again), and
-        // commands waiting for this projection learn the new position from the notification alone.
+        // commands waiting for this projection learn the new position from the announcement alone.
         if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
-          await announcePassed(projection.name, batch[batch.length - 1]!.position);
+          await announcePassed(projection.name, end);
           return;
         }
-        await applyBatch(deps.pool, projection, batch);
+        await applyBatch(deps.pool, projection, batch, notifications.peersListening());
+        // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
+        // runner got further already, the stored checkpoint is past `end` too.)
+        notifications.publishLocally(CHECKPOINT_CHANNEL, `${projection.name} ${formatPosition(end)}`);
       }),
     );
   }
@@ -89,12 +98,16 @@ export async function startProjectionRunner(deps: {
 }
 
 /**
- * Announces positions that projections passed without a transaction. Announcements made in the same
- * turn of the event loop (every projection skipping the same batch) share one NOTIFY, one line each.
+ * Announces positions that projections passed without a transaction: to this process at once, and to
+ * other processes, if any listen, by a NOTIFY that announcements made in the same turn of the event
+ * loop (every projection skipping the same batch) share, one line each.
  */
-function createPassedAnnouncer(pool: DatabasePool) {
+function createPassedAnnouncer(pool: DatabasePool, notifications: Notifications) {
   let pending: { lines: string[]; sent: Promise<void> } | null = null;
-  return (name: string, position: Position): Promise<void> => {
+  return async (name: string, position: Position): Promise<void> => {
+    const line = `${name} ${formatPosition(position)}`;
+    notifications.publishLocally(CHECKPOINT_CHANNEL, line);
+    if (!notifications.peersListening()) return;
     if (!pending) {
       const batch: { lines: string[]; sent: Promise<void> } = { lines: [], sent: Promise.resolve() };
       batch.sent = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
@@ -103,7 +116,7 @@ function createPassedAnnouncer(pool: DatabasePool) {
       });
       pending = batch;
     }
-    pending.lines.push(`${name} ${formatPosition(position)}`);
+    pending.lines.push(line);
     return pending.sent;
   };
 }

@@ -117,6 +117,7 @@ export async function startService(options: {
     projectionRunner = await startProjectionRunner({
       pool: db.slonik,
       eventStore,
+      notifications,
       projections,
       onError: (name, error) => logger.error({ err: error, projection: name }, 'projection batch failed; retrying'),
     });

@@ -1,27 +1,46 @@
 // One LISTEN connection per process, shared by everything that wants to be woken by the database
 // (new events, projection checkpoints, API-key changes). Reconnects after a dropped connection and
 // then wakes every listener, since notifications may have been missed while it was down.
+//
+// It also knows whether other processes of this service listen on the same database: its connection
+// carries the application name `employer-integrations listener`, so pg_stat_activity shows them. A
+// process alone needs no NOTIFY round trip through the database to reach its own listeners:
+// `publishLocally` reaches them at once, and senders skip the NOTIFY when `peersListening()` is false.
 import pg from 'pg';
 
 export type Notifications = {
   /** Calls `listener` with the payload of each NOTIFY on `channel`; returns an unsubscribe function. */
   listen(channel: string, listener: (payload: string) => void): Promise<() => void>;
+  /** Delivers `payload` to this process's listeners of `channel` now, without the database. */
+  publishLocally(channel: string, payload: string): void;
+  /**
+   * Whether another process of this service has a listening connection to this database. Checked in
+   * the background at most every PEER_CHECK_MS (1 s); true until first known, and in a process that
+   * never listens. A process that starts listening is noticed by the others within that interval.
+   */
+  peersListening(): boolean;
   close(): Promise<void>;
 };
 
-export function createNotifications(connectionUri: string): Notifications {
+const LISTENER_APPLICATION_NAME = 'employer-integrations listener';
+const PEER_CHECK_MS = 1000;
+
+export function createNotifications(connectionUri: string, options: { peerCheckMs?: number } = {}): Notifications {
+  const peerCheckMs = options.peerCheckMs ?? PEER_CHECK_MS;
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let client: pg.Client | null = null;
   let connecting: Promise<pg.Client> | null = null;
   let closed = false;
 
+  const deliver = (channel: string, payload: string) => {
+    for (const listener of listeners.get(channel) ?? []) listener(payload);
+  };
+
   const connect = (): Promise<pg.Client> => {
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
-      const next = new pg.Client({ connectionString: connectionUri });
-      next.on('notification', (message) => {
-        for (const listener of listeners.get(message.channel) ?? []) listener(message.payload ?? '');
-      });
+      const next = new pg.Client({ connectionString: connectionUri, application_name: LISTENER_APPLICATION_NAME });
+      next.on('notification', (message) => deliver(message.channel, message.payload ?? ''));
       next.on('error', () => {
         client = null;
         connecting = null;
@@ -46,6 +65,28 @@ export function createNotifications(connectionUri: string): Notifications {
     }
   };
 
+  let peers = true;
+  let peersCheckedAt = Number.NEGATIVE_INFINITY;
+  let checkingPeers = false;
+  const checkPeers = () => {
+    if (!client || checkingPeers || performance.now() - peersCheckedAt < peerCheckMs) return;
+    checkingPeers = true;
+    client
+      .query<{ found: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                        WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()) AS found`,
+        [LISTENER_APPLICATION_NAME],
+      )
+      .then(({ rows }) => {
+        peers = rows[0]!.found;
+        peersCheckedAt = performance.now();
+      })
+      .catch(() => {})
+      .finally(() => {
+        checkingPeers = false;
+      });
+  };
+
   return {
     async listen(channel, listener) {
       let set = listeners.get(channel);
@@ -55,6 +96,11 @@ export function createNotifications(connectionUri: string): Notifications {
       const connection = await connect();
       if (isNewChannel) await connection.query(`LISTEN ${quoteIdentifier(channel)}`);
       return () => void set.delete(listener);
+    },
+    publishLocally: deliver,
+    peersListening() {
+      checkPeers();
+      return peers;
     },
     async close() {
       closed = true;

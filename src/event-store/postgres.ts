@@ -194,11 +194,12 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
     });
 
   // Wakes catch-up subscribers: those of this process directly, those of other processes with
-  // NOTIFY events_appended, whose payload names this process so that it ignores its own. The NOTIFY
-  // is sent after the append's commit, not inside its transaction (a NOTIFY in the transaction
-  // serialises every committer on the notify queue lock), and at most one per NOTIFY_INTERVAL_MS
-  // (leading and trailing edge), so under load it costs a few statements a second. Should a process
-  // die between commit and NOTIFY, subscribers still poll every SUBSCRIPTION_POLL_MS.
+  // NOTIFY events_appended, whose payload names this process so that it ignores its own, and which is
+  // not sent at all while no other process listens. The NOTIFY is sent after the append's commit, not
+  // inside its transaction (a NOTIFY in the transaction serialises every committer on the notify
+  // queue lock), and at most one per NOTIFY_INTERVAL_MS (leading and trailing edge), so under load it
+  // costs a few statements a second. Should a process die between commit and NOTIFY, or start
+  // listening unnoticed for a moment, subscribers still poll every SUBSCRIPTION_POLL_MS.
   const instanceId = randomUUID();
   const localSubscribers = new Set<() => void>();
   const wakeSubscribers = () => {
@@ -213,7 +214,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
   };
   const announceAppend = (): void => {
     wakeSubscribers();
-    if (trailingNotify) return;
+    if (trailingNotify || !notifications.peersListening()) return;
     const wait = lastNotifyAt + NOTIFY_INTERVAL_MS - performance.now();
     if (wait <= 0) sendNotify();
     else {
