@@ -11,6 +11,7 @@ import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
+import { findUserByEmail } from './tenants/queries.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -105,8 +106,7 @@ async function createTenant(service: Service, name: string | undefined, adminEma
 
 async function signInLink(service: Service, email: string | undefined, json: boolean) {
   if (!email) throw new UsageError('signin-link needs --email <email>.');
-  const user = await service.ctx.db.slonik.maybeOne(sql.type(z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() }))`
-    SELECT id, employer_id, active FROM users WHERE lower(email) = lower(${email})`);
+  const user = await findUserByEmail(service.ctx.db.slonik, email);
   if (!user) throw new UsageError(`No user has the e-mail ${email}.`);
   if (!user.active) throw new UsageError(`The user ${email} is deactivated.`);
   const link = await issueSignInToken(service.ctx, { employerId: user.employer_id, userId: user.id, via: 'cli', context: { tenantId: user.employer_id, actor: SYSTEM_ACTOR } });

@@ -8,7 +8,7 @@ import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
-import { registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
+import { deleteUser, registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
 import { userStream, type UserProfile } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
@@ -58,21 +58,27 @@ export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller
   };
   await withScimErrors(() => updateUserProfile(writer.deps, context, caller.employerId, current.id, currentProfile, profile));
   if (doc.active && !current.active) await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, current.id, true));
-  if (!doc.active) await deactivate(ctx, writer, caller, current.id, false);
+  if (!doc.active) {
+    await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, current.id, false));
+    await endAccess(ctx, caller, current.id);
+  }
   await writer.awaitStream(userStream(caller.employerId, current.id));
 }
 
-/** DELETE /Users/{id}: deactivated and hidden from SCIM (404 from now on), but kept. */
-export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string): Promise<void> {
-  await deactivate(ctx, writer, caller, userId, true);
-  await writer.awaitStream(userStream(caller.employerId, userId));
+/** DELETE /Users/{id}: deactivated, hidden from SCIM (404 from now on) and its e-mail freed, but kept. */
+export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, current: ScimUserRow): Promise<void> {
+  await withScimErrors(() => deleteUser(writer.deps, contextOf(caller), caller.employerId, current.id, current.email));
+  await endAccess(ctx, caller, current.id);
+  await writer.awaitStream(userStream(caller.employerId, current.id));
 }
 
-/** Key revocation and session ends go through their own capabilities' commands, which wait for their read models. */
-async function deactivate(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, scimDelete: boolean) {
+/**
+ * A deactivated user's API keys are revoked and sessions ended, through their own capabilities'
+ * commands, also when the user was already inactive: a key or session left over by a failed earlier
+ * attempt goes now.
+ */
+async function endAccess(ctx: AppContext, caller: ScimCaller, userId: string) {
   const context = contextOf(caller);
-  await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, userId, false, scimDelete));
-  // Also when the user was already inactive: a key or session left over by a failed earlier attempt goes now.
   await revokeKeysCreatedBy(ctx, caller.employerId, userId, context);
   await endUserSessions(ctx, caller.employerId, userId, context);
 }

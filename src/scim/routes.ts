@@ -217,12 +217,11 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     route({
       method: 'DELETE',
       url: '/Users/:userId',
-      summary: 'Deactivate the user and hide it from SCIM; revokes its API keys and ends its sessions',
+      summary: 'Deactivate the user and hide it from SCIM (its e-mail and userName are free again); revokes its API keys and ends its sessions',
       params: userParams,
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
-        await currentUser(request, params.userId);
-        await deleteScimUser(ctx, writer, callerOf(request), params.userId);
+        await deleteScimUser(ctx, writer, callerOf(request), await currentUser(request, params.userId));
         return reply.status(204).send();
       },
     });

@@ -61,10 +61,3 @@ export async function getSsoConfiguration(ctx: AppContext, employerId: string): 
 async function employerExists(ctx: AppContext, employerId: string): Promise<boolean> {
   return ctx.db.slonik.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
 }
-
-const userRow = z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() });
-
-/** The user holding `email` in any employer (addresses are unique across employers), or null. */
-export async function findUserByEmail(ctx: AppContext, email: string) {
-  return ctx.db.slonik.maybeOne(sql.type(userRow)`SELECT id, employer_id, active FROM users WHERE lower(email) = lower(${email})`);
-}

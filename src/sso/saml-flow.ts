@@ -7,7 +7,8 @@ import { handleCommand, type CommandContext } from '../event-store/command-handl
 import { DomainError } from '../event-store/decider.ts';
 import { issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
-import { getSsoConfiguration, findUserByEmail } from './queries.ts';
+import { findUserByEmail } from '../tenants/queries.ts';
+import { getSsoConfiguration } from './queries.ts';
 import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
 import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
 import { samlLoginDecider, samlLoginStream, type SamlLoginEvent, type SamlLoginFailureReason } from './saml-login.ts';
@@ -84,7 +85,7 @@ async function refuse(ctx: AppContext, employerId: string, reason: SamlLoginFail
 /** The local user of a verified login: found by e-mail within the employer, or provisioned as a PATIENT. */
 async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin, clientIp: string): Promise<{ userId: string; provisioned: boolean }> {
   for (let attempt = 1; ; attempt++) {
-    const existing = await findUserByEmail(ctx, login.email);
+    const existing = await findUserByEmail(ctx.db.slonik, login.email);
     if (existing && existing.employer_id !== employerId) {
       return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp,
         new DomainError(409, 'EMAIL_IN_OTHER_EMPLOYER', 'This e-mail address belongs to a user of another employer and cannot sign in here.'));

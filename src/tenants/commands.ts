@@ -61,14 +61,26 @@ export async function updateUserProfile(deps: CommandDeps, context: CommandConte
   return results[0].state;
 }
 
-export async function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean, scimDelete = false) {
+export async function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean) {
   const result = await handleCommand(deps, {
     streamName: userStream(employerId, userId),
     decider: userDecider,
-    command: active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete },
+    command: active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete: false },
     context,
   });
   return result;
+}
+
+/**
+ * SCIM DELETE: deactivates the user for good and frees its e-mail address in the same append, since a
+ * deleted user must not stand in the way of a new one (RFC 7644 section 3.6). `email` is the user's
+ * current address; the release is a no-op unless the user holds it.
+ */
+export async function deleteUser(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, email: string) {
+  return handleCommands(deps, [
+    { streamName: userStream(employerId, userId), decider: userDecider, command: { type: 'DeactivateUser', scimDelete: true } as const, context },
+    releaseEmail(context, email, userId),
+  ]);
 }
 
 function reserveEmail(context: CommandContext, email: string, employerId: string, userId: string) {

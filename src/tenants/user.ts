@@ -62,6 +62,8 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
     switch (command.type) {
       case 'UpdateUserProfile': {
+        // A deleted user's e-mail address may belong to someone else by now.
+        if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
         const changes = Object.fromEntries(
           Object.entries(command.changes).filter(([key, value]) => value !== undefined && !sameValue(state.profile[key as keyof UserProfile], value)),
         ) as Partial<UserProfile>;

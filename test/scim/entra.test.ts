@@ -87,6 +87,25 @@ describe('Entra ID provisioning sequence', () => {
     expect(row).toEqual({ active: false, scim_deleted: true });
   });
 
+  it('provisions a user again after deleting it: the deleted one is no conflict (RFC 7644 section 3.6)', async () => {
+    const userName = `again.${randomUUID()}@contoso.test`;
+    const first = await scim.request('POST', '/Users', entraUser(userName, userName));
+    expect(first.status).toBe(201);
+    expect((await scim.request('DELETE', `/Users/${first.body.id}`)).status).toBe(204);
+
+    const again = await scim.request('POST', '/Users', entraUser(userName, userName));
+    expect(again.status).toBe(201);
+    expect(again.body.id).not.toBe(first.body.id);
+    const lookup = await scim.request('GET', filterPath('Users', `userName eq "${userName}"`));
+    expect(lookup.body).toMatchObject({ totalResults: 1, Resources: [{ id: again.body.id, active: true }] });
+    expect((await scim.request('GET', `/Users/${first.body.id}`)).status).toBe(404);
+    // Another employer may take a deleted user's address too; the live holder still blocks it.
+    const other = await scimTenant(service);
+    expect((await other.scim.request('POST', '/Users', entraUser(userName, userName))).body).toMatchObject({ status: '409', scimType: 'uniqueness' });
+    expect((await scim.request('DELETE', `/Users/${again.body.id}`)).status).toBe(204);
+    expect((await other.scim.request('POST', '/Users', entraUser(userName, userName))).status).toBe(201);
+  });
+
   it('provisions a group: lookup without members, create, add and remove members by value list, rename', async () => {
     const ids: string[] = [];
     for (const name of ['a', 'b', 'c']) {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setUserActive } from '../../src/tenants/commands.ts';
+import { deleteUser, registerUser, setUserActive } from '../../src/tenants/commands.ts';
 import { ATTACKER_EMAIL, createTestIdp, type CraftResponseOptions, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableSaml, followSignIn, postCallback, postSso, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
@@ -84,6 +84,21 @@ describe('resolving the local user', () => {
     const session = await sessionOf((await followSignIn(first.location!)).cookie!);
     expect(session.body.user).toMatchObject({ id: tenant.adminUserId, role: 'EMPLOYER_ADMIN' });
     expect((await auditOf(tenant.employerId)).map((row) => row.action)).toEqual(['auth.saml.login']);
+  });
+
+  it('signs in the user who holds the address now, not one deleted through SCIM before', async () => {
+    const tenant = await samlTenant();
+    const context = { tenantId: tenant.employerId, actor: { type: 'system', id: 'test' } } as const;
+    const email = `rehired-${randomUUID()}@acme.test`;
+    const first = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }));
+    const leaverId = (await sessionOf((await followSignIn(first.location!)).cookie!)).body.user.id;
+    await deleteUser(service.ctx.commands, context, tenant.employerId, leaverId, email);
+    expect((await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }))).body).toMatchObject({ code: 'USER_DEACTIVATED' });
+
+    const profile = { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null };
+    const { userId: rehiredId } = await registerUser(service.ctx.commands, context, { employerId: tenant.employerId, role: 'PATIENT', profile, active: true, source: 'scim' });
+    const again = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }));
+    expect((await sessionOf((await followSignIn(again.location!)).cookie!)).body.user.id).toBe(rehiredId);
   });
 
   it('refuses a deactivated user, with an audit record and no sign-in link', async () => {

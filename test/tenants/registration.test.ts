@@ -1,11 +1,12 @@
-// Registering a user and changing a user's e-mail write the e-mail's reservation stream and the
-// user's stream in one append: each happens whole or not at all, so no claim is ever left behind.
+// Registering a user, changing a user's e-mail and deleting a user write the e-mail's reservation
+// stream and the user's stream in one append: each happens whole or not at all, so no claim is ever
+// left behind, nor one held by a deleted user.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandContext, CommandDeps } from '../../src/event-store/command-handler.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
-import { registerUser, updateUserProfile } from '../../src/tenants/commands.ts';
+import { deleteUser, registerUser, updateUserProfile } from '../../src/tenants/commands.ts';
 import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
 import { userStream, type UserProfile } from '../../src/tenants/user.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -77,5 +78,20 @@ describe('user registration and e-mail changes', () => {
     await expect(updateUserProfile(deps, context, employerId, userId, profile(after), { email: taken })).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
     expect(await deps.eventStore.readStream(userStream(employerId, userId))).toHaveLength(userEvents);
     expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
+  });
+
+  it("frees a deleted user's e-mail in the same write as the deletion, and refuses later changes to that user", async () => {
+    const { employerId, context, profile, register } = employer();
+    const email = uniqueEmail();
+    const { userId } = await register(email);
+    const { position } = await deleteUser(deps, context, employerId, userId, email);
+    const [deleted] = (await deps.eventStore.readStream(userStream(employerId, userId))).slice(-1);
+    const [released] = (await reservation(email)).slice(-1);
+    expect(deleted).toMatchObject({ type: 'UserDeactivated', data: { scimDeleted: true } });
+    expect(released).toMatchObject({ type: 'EmailReleased', data: { userId } });
+    expect(released!.position.commit).toBe(deleted!.position.commit);
+    expect(position).not.toBeNull();
+    await expect(updateUserProfile(deps, context, employerId, userId, profile(email), { givenName: 'Late' })).rejects.toMatchObject({ status: 404 });
+    await expect(employer().register(email)).resolves.toMatchObject({ position: expect.anything() });
   });
 });
