@@ -1,10 +1,13 @@
 import { ssoProjection } from '../../projections/sso.ts';
 import type { Capability } from '../capability.ts';
+import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
 
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
   idpMetadataCa?: string;
+  /** Refused SAML callbacks allowed per client address (default DEFAULT_SAML_CALLBACK_FAILURE_LIMIT). */
+  callbackFailureLimit?: TokenBucketLimit;
 };
 
 export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {

@@ -7,6 +7,8 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
+import { createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
+import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
 import { getSsoConfiguration, type SsoConfigurationView } from './queries.ts';
 import { generateSpMetadata } from './saml.ts';
@@ -64,8 +66,17 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
 const employerParams = z.object({ employerId: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
 const SSO_AUTH = { modes: ['session', 'apiKey'], scope: 'sso:manage' } as const;
 
-export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
+/**
+ * Refused SAML callbacks per client address: each one is audited (an event), so a flood of junk posts
+ * is cut off before validation once an address has used its allowance. Browsers behind one corporate
+ * address rarely fail a login; 5 a second with bursts of 50, per process, as for SCIM's failed
+ * authentications.
+ */
+export const DEFAULT_SAML_CALLBACK_FAILURE_LIMIT: TokenBucketLimit = { perSecond: 5, burst: 50 };
+
+export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimit?: TokenBucketLimit }): RoutePlugin {
   return async function registerSsoRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    const callbackFailures = createTokenBuckets(options.callbackFailureLimit ?? DEFAULT_SAML_CALLBACK_FAILURE_LIMIT);
     defineRoute(fastify, ctx, {
       method: 'GET',
       url: '/api/employer/sso',
@@ -116,7 +127,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
       method: 'POST',
       url: '/api/auth/saml/callback/:employerId',
       summary: 'SAML assertion consumer service (HTTP-POST binding)',
-      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited.',
+      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address with too many refusals (5/s, bursts of 50) gets 429 before validation.',
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
@@ -129,8 +140,21 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
         302: { description: 'To the sign-in exchange (or the returnTo carrying the token)' },
         401: { description: 'Response refused (reason in the body)' },
         403: { description: 'User deactivated' },
+        429: { description: 'Too many refused callbacks from this client address (retry-after); not validated, not audited' },
       },
-      handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302),
+      handler: async ({ params, body, request, reply }) => {
+        const verdict = callbackFailures.peek(request.ip);
+        if (!verdict.allowed) {
+          reply.header('retry-after', String(verdict.retryAfterSeconds));
+          throw new DomainError(429, 'RATE_LIMITED', `Too many refused SAML responses from this address; retry in ${verdict.retryAfterSeconds} s.`);
+        }
+        try {
+          return reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302);
+        } catch (error) {
+          if (error instanceof DomainError && error.status < 500) callbackFailures.take(request.ip);
+          throw error;
+        }
+      },
     });
 
     defineRoute(fastify, ctx, {

@@ -1,0 +1,48 @@
+// Token buckets kept in the memory of one process, one per key (a token's hash, a client address),
+// for limits that must hold before anything touches the database. The map is bounded: the least
+// recently used buckets are dropped first.
+
+export type TokenBucketLimit = { perSecond: number; burst: number };
+
+/** Milliseconds since some fixed instant (Date.now by default; tests freeze it). */
+export type Clock = () => number;
+
+export type RateVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+const MAX_BUCKETS = 50_000;
+
+type Bucket = { tokens: number; updatedAt: number };
+
+export type TokenBuckets = {
+  /** Checks without spending; a key that never spent has no bucket (and gets none). */
+  peek(key: string): RateVerdict;
+  /** Spends one token of the key's bucket if it has one. */
+  take(key: string): RateVerdict;
+};
+
+export function createTokenBuckets(limit: TokenBucketLimit, clock: Clock = Date.now): TokenBuckets {
+  const buckets = new Map<string, Bucket>();
+  const refreshed = (key: string): Bucket => {
+    const now = clock();
+    const existing = buckets.get(key);
+    const bucket = existing
+      ? { tokens: Math.min(limit.burst, existing.tokens + ((now - existing.updatedAt) / 1000) * limit.perSecond), updatedAt: now }
+      : { tokens: limit.burst, updatedAt: now };
+    // Re-inserting keeps the Map in least-recently-used order.
+    buckets.delete(key);
+    buckets.set(key, bucket);
+    if (buckets.size > MAX_BUCKETS) buckets.delete(buckets.keys().next().value!);
+    return bucket;
+  };
+  const verdict = (bucket: Bucket): RateVerdict =>
+    bucket.tokens >= 1 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond)) };
+  return {
+    peek: (key) => (buckets.has(key) ? verdict(refreshed(key)) : { allowed: true }),
+    take(key) {
+      const bucket = refreshed(key);
+      const result = verdict(bucket);
+      if (result.allowed) bucket.tokens -= 1;
+      return result;
+    },
+  };
+}
