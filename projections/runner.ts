@@ -17,6 +17,8 @@ import {
 import type { Projection } from './projection.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
+const FIRST_WAITER_POLL_MS = 100;
+const MAX_WAITER_POLL_MS = 1000;
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
 
@@ -178,13 +180,27 @@ export function createProjectionWaiter(deps: {
       if (caughtUp(position, names)) return true;
     }
     return new Promise<boolean>((resolve) => {
+      let finished = false;
+      let pollTimer: NodeJS.Timeout | undefined;
       const done = (result: boolean) => {
+        finished = true;
         clearTimeout(timer);
+        clearTimeout(pollTimer);
         waiters.delete(check);
         resolve(result);
       };
       const check = () => caughtUp(position, names) && done(true);
       const timer = setTimeout(() => done(false), deps.timeoutMs);
+      // Should an announcement go missing (a runner elsewhere that had not yet heard of this process, a
+      // dropped connection), the table is read now and then as well: after 100 ms, then ever less often.
+      const poll = (delayMs: number) => {
+        pollTimer = setTimeout(() => {
+          void refresh(names)
+            .then(check, () => {})
+            .finally(() => finished || poll(Math.min(delayMs * 2, MAX_WAITER_POLL_MS)));
+        }, delayMs);
+      };
+      poll(FIRST_WAITER_POLL_MS);
       waiters.add(check);
       check(); // a notification may have landed during the refresh above
     });

@@ -77,6 +77,8 @@ export async function startService(options: {
   const { connectionUri, embedded } = await connectDatabase(config);
   const db = await openDatabase(connectionUri);
   const notifications = createNotifications(connectionUri);
+  // Other processes hear of this one before its first append (see peersListening).
+  await notifications.ready();
   const eventStore = await createEventStore(config, db, notifications);
   const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
 

@@ -3,30 +3,37 @@
 // then wakes every listener, since notifications may have been missed while it was down.
 //
 // It also knows whether other processes of this service listen on the same database: its connection
-// carries the application name `employer-integrations listener`, so pg_stat_activity shows them. A
-// process alone needs no NOTIFY round trip through the database to reach its own listeners:
+// carries the application name `employer-integrations listener`, so pg_stat_activity shows them, and
+// on connecting it announces itself (NOTIFY employer_integrations_listeners), so the others know at
+// once. A process alone needs no NOTIFY round trip through the database to reach its own listeners:
 // `publishLocally` reaches them at once, and senders skip the NOTIFY when `peersListening()` is false.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
 export type Notifications = {
+  /** Connects, announcing this process to the others; awaited before a process's first append, so they hear of it first. */
+  ready(): Promise<void>;
   /** Calls `listener` with the payload of each NOTIFY on `channel`; returns an unsubscribe function. */
   listen(channel: string, listener: (payload: string) => void): Promise<() => void>;
   /** Delivers `payload` to this process's listeners of `channel` now, without the database. */
   publishLocally(channel: string, payload: string): void;
   /**
-   * Whether another process of this service has a listening connection to this database. Checked in
-   * the background at most every PEER_CHECK_MS (1 s); true until first known, and in a process that
-   * never listens. A process that starts listening is noticed by the others within that interval.
+   * Whether another process of this service has a listening connection to this database: learnt from
+   * the announcement of each process that connects, and checked in the background at most every
+   * PEER_CHECK_MS (1 s), which notices those that left. True until first known, and in a process that
+   * never listens.
    */
   peersListening(): boolean;
   close(): Promise<void>;
 };
 
 const LISTENER_APPLICATION_NAME = 'employer-integrations listener';
+const LISTENERS_CHANNEL = 'employer_integrations_listeners';
 const PEER_CHECK_MS = 1000;
 
 export function createNotifications(connectionUri: string, options: { peerCheckMs?: number } = {}): Notifications {
   const peerCheckMs = options.peerCheckMs ?? PEER_CHECK_MS;
+  const instanceId = randomUUID();
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let client: pg.Client | null = null;
   let connecting: Promise<pg.Client> | null = null;
@@ -40,7 +47,11 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
       const next = new pg.Client({ connectionString: connectionUri, application_name: LISTENER_APPLICATION_NAME });
-      next.on('notification', (message) => deliver(message.channel, message.payload ?? ''));
+      next.on('notification', (message) => {
+        if (message.channel === LISTENERS_CHANNEL) {
+          if (message.payload !== instanceId) peerJoined();
+        } else deliver(message.channel, message.payload ?? '');
+      });
       next.on('error', () => {
         client = null;
         connecting = null;
@@ -48,7 +59,8 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
         setTimeout(() => void reconnect(), 500).unref();
       });
       await next.connect();
-      for (const channel of listeners.keys()) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
+      for (const channel of [LISTENERS_CHANNEL, ...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
+      await next.query('SELECT pg_notify($1, $2)', [LISTENERS_CHANNEL, instanceId]);
       client = next;
       connecting = null;
       return next;
@@ -68,9 +80,16 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
   let peers = true;
   let peersCheckedAt = Number.NEGATIVE_INFINITY;
   let checkingPeers = false;
+  // A check under way when a process joins may answer from before it joined: such an answer is dropped.
+  let joins = 0;
+  const peerJoined = () => {
+    joins++;
+    peers = true;
+  };
   const checkPeers = () => {
     if (!client || checkingPeers || performance.now() - peersCheckedAt < peerCheckMs) return;
     checkingPeers = true;
+    const joinsBefore = joins;
     client
       .query<{ found: boolean }>(
         `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -78,7 +97,7 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
         [LISTENER_APPLICATION_NAME],
       )
       .then(({ rows }) => {
-        peers = rows[0]!.found;
+        if (joins === joinsBefore) peers = rows[0]!.found;
         peersCheckedAt = performance.now();
       })
       .catch(() => {})
@@ -88,6 +107,9 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
   };
 
   return {
+    async ready() {
+      await connect();
+    },
     async listen(channel, listener) {
       let set = listeners.get(channel);
       const isNewChannel = !set;

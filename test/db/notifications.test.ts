@@ -52,6 +52,16 @@ describe('notifications', () => {
     await settlesOn(first, false);
   });
 
+  it('hears at once of a process that starts listening, without waiting for its next check', async () => {
+    for (const notifications of opened.splice(0)) await notifications.close();
+    const first = createNotifications(database.connectionUri, { peerCheckMs: 3_600_000 });
+    opened.push(first);
+    await first.ready();
+    await settlesOn(first, false); // its one check in the hour
+    await open().ready();
+    await settlesOn(first, true);
+  });
+
   it('announces appends through the database only while another process listens', async () => {
     for (const notifications of opened.splice(0)) await notifications.close();
     const notifications = open();

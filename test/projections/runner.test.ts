@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBatch, readCheckpoint } from '../../projections/runner.ts';
+import { applyBatch, createProjectionWaiter, readCheckpoint } from '../../projections/runner.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { tenantsProjection } from '../../projections/tenants.ts';
@@ -102,5 +102,16 @@ describe('projection runner', () => {
     await appendEmployers(store, 1, 'after-');
     expect(await applyBatch(database.db.slonik, tenantsProjection, await readEverything(store, 321))).toBe(1);
     expect(await countEmployers()).toBe(total + 1);
+  });
+
+  it('lets a waiter see a checkpoint that moved without any announcement, by reading the table', async () => {
+    const waitFor = createProjectionWaiter({ pool: database.db.slonik, notifications: database.notifications, names: ['silent'], timeoutMs: 10_000 });
+    await database.db.slonik.query(sql.unsafe`INSERT INTO projection_checkpoints (name) VALUES ('silent')`);
+    expect(await waitFor(START)).toBe(true); // from now on the waiter knows 'silent' and reads it only when polling
+    const target = { commit: 5n, prepare: 7n };
+    const waiting = waitFor(target);
+    // Moved by hand, with no NOTIFY and nothing published: only the waiter's own reads can find it.
+    await database.db.slonik.query(sql.unsafe`UPDATE projection_checkpoints SET position_commit = 5, position_prepare = 7 WHERE name = 'silent'`);
+    expect(await waiting).toBe(true);
   });
 });
