@@ -32,6 +32,8 @@ const SUBSCRIPTION_POLL_MS = 2000;
 const HORIZON_RECHECK_MS = 2;
 const ERROR_RETRY_MS = 1000;
 const NOTIFY_INTERVAL_MS = 5;
+/** Pages kept for the subscribers of one generation (see `shared`). */
+const MAX_SHARED_READS = 32;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -180,6 +182,9 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       read = run();
       reads.set(key, read);
       read.catch(() => reads.delete(key));
+      // A long catch-up with no append reads page after page in one generation: keep only the latest
+      // pages (a subscriber further behind reads its page again).
+      if (reads.size > MAX_SHARED_READS) reads.delete(reads.keys().next().value!);
     }
     return read;
   };
