@@ -30,17 +30,23 @@ async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedE
     SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
 }
 
+/**
+ * The `users` row a registration makes. SCIM answers a POST with it too, rather than reading back what
+ * the projection has just written.
+ */
+export function registeredUserRow(d: UserRegistered['data'], recorded: { occurredAt: string; revision: bigint }) {
+  return {
+    id: d.userId, employer_id: d.employerId, email: d.email, role: d.role, user_name: d.userName, given_name: d.givenName,
+    family_name: d.familyName, display_name: d.displayName, external_id: d.externalId, active: d.active, source: d.source,
+    version: Number(recorded.revision), created_at: recorded.occurredAt, updated_at: recorded.occurredAt,
+    emails: scimEmails(d.emails, d.email), work_email: workEmail(d.emails, d.email),
+  };
+}
+
 async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
-  const rows = run.map((recorded) => {
-    const { data: d } = recorded as unknown as UserRegistered;
-    const at = recorded.metadata.occurredAt;
-    return {
-      id: d.userId, employer_id: d.employerId, email: d.email, role: d.role, user_name: d.userName, given_name: d.givenName,
-      family_name: d.familyName, display_name: d.displayName, external_id: d.externalId, active: d.active, source: d.source,
-      version: recorded.streamRevision.toString(), created_at: at, updated_at: at, emails: scimEmails(d.emails, d.email),
-      work_email: workEmail(d.emails, d.email),
-    };
-  });
+  const rows = run.map((recorded) =>
+    registeredUserRow((recorded as unknown as UserRegistered).data, { occurredAt: recorded.metadata.occurredAt, revision: recorded.streamRevision }),
+  );
   await tx.query(sql.unsafe`
     INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
                        created_at, updated_at, emails, work_email)

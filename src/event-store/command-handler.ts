@@ -50,15 +50,17 @@ export async function handleCommand<Command, Event extends DomainEvent, State>(
 
 /**
  * Each command is decided on its own stream's state; all their events are appended in one write
- * (`appendToStreams`), or none are. A domain error from any decider refuses them all.
+ * (`appendToStreams`), or none are. A domain error from any decider refuses them all. `occurredAt` is
+ * the time in the events' metadata.
  */
 export async function handleCommands<const Commands extends readonly AnyStreamCommand[]>(
   deps: CommandDeps,
   commands: Commands,
-): Promise<{ results: ResultsOf<Commands>; position: Position | null }> {
+): Promise<{ results: ResultsOf<Commands>; position: Position | null; occurredAt: string }> {
   const { eventStore } = deps;
   const correlationId = commands[0]?.context.correlationId ?? randomUUID();
   for (let attempt = 1; ; attempt++) {
+    const occurredAt = new Date().toISOString();
     const decided = await Promise.all(
       commands.map(async ({ streamName, decider, command, newStream }) => {
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
@@ -75,15 +77,15 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
           streamName,
           events: newEvents.map(({ type, data }) => ({ type, data })),
           expectedRevision: history.length === 0 ? ('no_stream' as const) : BigInt(history.length - 1),
-          metadata: metadataOf(context, correlationId),
+          metadata: metadataOf(context, correlationId, occurredAt),
         },
       ];
     });
-    if (appends.length === 0) return { results: results as ResultsOf<Commands>, position: null };
+    if (appends.length === 0) return { results: results as ResultsOf<Commands>, position: null, occurredAt };
     try {
       const { position } = await eventStore.appendToStreams(appends);
       await deps.waitForProjections(position, [...new Set(decided.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
-      return { results: results as ResultsOf<Commands>, position };
+      return { results: results as ResultsOf<Commands>, position, occurredAt };
     } catch (error) {
       if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
       throw error;
@@ -91,13 +93,13 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   }
 }
 
-function metadataOf(context: CommandContext, correlationId: string): EventMetadata {
+function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): EventMetadata {
   return {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId ?? correlationId,
     causationId: context.causationId ?? null,
     schemaVersion: 1,
-    occurredAt: new Date().toISOString(),
+    occurredAt,
   };
 }

@@ -3,6 +3,7 @@
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
+import { registeredUserRow } from '../../projections/tenants.ts';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
@@ -23,10 +24,13 @@ function contextOf(caller: ScimCaller): CommandContext {
   return { tenantId: caller.employerId, actor: { type: 'scimToken', id: caller.tokenId } };
 }
 
-/** POST /Users: a PATIENT user of the caller's employer. Returns the new user's id. */
-export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, doc: ScimUserDoc): Promise<string> {
+/**
+ * POST /Users: a PATIENT user of the caller's employer. Returns the new user as the users read model
+ * holds it (the row the tenants projection writes for the registration).
+ */
+export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, doc: ScimUserDoc): Promise<ScimUserRow> {
   await assertUserNameFree(ctx, caller.employerId, doc.userName, null);
-  const { userId, position } = await withScimErrors(() =>
+  const { position, registered } = await withScimErrors(() =>
     registerUser(writer.deps, contextOf(caller), {
       employerId: caller.employerId,
       role: 'PATIENT',
@@ -36,7 +40,8 @@ export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, cal
     }),
   );
   if (position) await writer.awaitReadModels(position);
-  return userId;
+  // A registration is the first event of its stream: revision 0.
+  return registeredUserRow(registered.event.data, { occurredAt: registered.occurredAt, revision: 0n });
 }
 
 /**

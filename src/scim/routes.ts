@@ -34,6 +34,7 @@ import {
   scimUserDoc,
   scimUserResource,
   type ScimGroupRow,
+  type ScimUserRow,
 } from './queries.ts';
 import type { ScimRateLimiter } from './rate-limit.ts';
 import { createScimWriter } from './read-your-writes.ts';
@@ -145,12 +146,15 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     });
 
     // Users
-    const userResponse = async (reply: FastifyReply, status: number, caller: ScimCaller, userId: string, selection: z.infer<typeof selectionQuery>) => {
-      const row = await findScimUser(ctx.db.slonik, caller.employerId, userId);
-      if (!row) throw notFound('User', userId);
+    const sendUser = (reply: FastifyReply, status: number, row: ScimUserRow, selection: z.infer<typeof selectionQuery>) => {
       reply.header('etag', etagOf(row.version));
       if (status === 201) reply.header('location', `${baseUrl}/Users/${row.id}`);
       return send(reply, status, selectAttributes(scimUserResource(row, baseUrl), selection));
+    };
+    const userResponse = async (reply: FastifyReply, status: number, caller: ScimCaller, userId: string, selection: z.infer<typeof selectionQuery>) => {
+      const row = await findScimUser(ctx.db.slonik, caller.employerId, userId);
+      if (!row) throw notFound('User', userId);
+      return sendUser(reply, status, row, selection);
     };
     const currentUser = async (request: FastifyRequest, userId: string) => {
       const row = await findScimUser(ctx.db.slonik, callerOf(request).employerId, userId);
@@ -177,9 +181,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: selectionQuery,
       responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
-        const caller = callerOf(request);
-        const userId = await provisionScimUser(ctx, writer, caller, parseScimUser(request.body));
-        return userResponse(reply, 201, caller, userId, query);
+        return sendUser(reply, 201, await provisionScimUser(ctx, writer, callerOf(request), parseScimUser(request.body)), query);
       },
     });
     route({
