@@ -17,8 +17,7 @@ import {
 import type { Projection } from './projection.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
-const FIRST_WAITER_POLL_MS = 100;
-const MAX_WAITER_POLL_MS = 1000;
+const WAITER_POLL_MS = 250;
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
 
@@ -134,20 +133,39 @@ export function createProjectionWaiter(deps: {
   names: string[];
   timeoutMs: number;
 }) {
-  // Every checkpoint move is announced, so once a projection's checkpoint is known, notifications keep
-  // it current: it is read from the table only the first time and after the listening connection was
-  // re-established (an empty payload), since notifications may have been missed meanwhile.
+  // Every checkpoint move is announced, so once a projection's checkpoint is known, announcements keep
+  // it current. The table is read the first time, after the listening connection was re-established
+  // (an empty payload), and, in case an announcement went missing (a runner elsewhere that had not yet
+  // heard of this process), every WAITER_POLL_MS while any wait lasts: one read for all waiters.
   const known = new Map<string, Position>();
   const waiters = new Set<() => void>();
+  /** Every projection some wait has named: what a poll reads. */
+  const waitedFor = new Set(deps.names);
   const learn = (name: string, position: Position) => {
     const previous = known.get(name);
     if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
   };
   const refresh = async (names: readonly string[]) => {
-    for (const name of names) learn(name, await readCheckpoint(deps.pool, name));
+    for (const row of await deps.pool.any(sql.type(checkpointRow.extend({ name: z.string() }))`
+      SELECT name, position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ANY(${sql.array([...names], 'text')})`)) {
+      learn(row.name, { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) });
+    }
   };
   const wakeWaiters = () => {
     for (const wake of waiters) wake();
+  };
+  let polling: NodeJS.Timeout | null = null;
+  const pollWhileWaiting = () => {
+    if (polling || waiters.size === 0) return;
+    polling = setTimeout(() => {
+      void refresh([...waitedFor])
+        .then(wakeWaiters, () => {})
+        .finally(() => {
+          polling = null;
+          pollWhileWaiting();
+        });
+    }, WAITER_POLL_MS);
+    polling.unref();
   };
   // A payload is one line `<projection> <commit/prepare>` per projection that has passed a position.
   const listening = deps.notifications.listen(CHECKPOINT_CHANNEL, (payload) => {
@@ -172,6 +190,7 @@ export function createProjectionWaiter(deps: {
   /** `names` narrows the wait to some of the projections (default: all of `deps.names`). */
   return async function waitForProjections(position: Position, names: readonly string[] = deps.names): Promise<boolean> {
     if (names.length === 0) return true;
+    for (const name of names) waitedFor.add(name);
     await listening;
     if (caughtUp(position, names)) return true;
     const unknown = names.filter((name) => !known.has(name));
@@ -180,29 +199,16 @@ export function createProjectionWaiter(deps: {
       if (caughtUp(position, names)) return true;
     }
     return new Promise<boolean>((resolve) => {
-      let finished = false;
-      let pollTimer: NodeJS.Timeout | undefined;
       const done = (result: boolean) => {
-        finished = true;
         clearTimeout(timer);
-        clearTimeout(pollTimer);
         waiters.delete(check);
         resolve(result);
       };
       const check = () => caughtUp(position, names) && done(true);
       const timer = setTimeout(() => done(false), deps.timeoutMs);
-      // Should an announcement go missing (a runner elsewhere that had not yet heard of this process, a
-      // dropped connection), the table is read now and then as well: after 100 ms, then ever less often.
-      const poll = (delayMs: number) => {
-        pollTimer = setTimeout(() => {
-          void refresh(names)
-            .then(check, () => {})
-            .finally(() => finished || poll(Math.min(delayMs * 2, MAX_WAITER_POLL_MS)));
-        }, delayMs);
-      };
-      poll(FIRST_WAITER_POLL_MS);
       waiters.add(check);
       check(); // a notification may have landed during the refresh above
+      pollWhileWaiting();
     });
   };
 }
