@@ -11,6 +11,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
 export type Notifications = {
+  /** This process's id among the service's listeners; senders put it in payloads so it can ignore its own. */
+  readonly instanceId: string;
   /** Connects, announcing this process to the others; awaited before a process's first append, so they hear of it first. */
   ready(): Promise<void>;
   /** Calls `listener` with the payload of each NOTIFY on `channel`; returns an unsubscribe function. */
@@ -107,6 +109,7 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
   };
 
   return {
+    instanceId,
     async ready() {
       await connect();
     },

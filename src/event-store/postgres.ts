@@ -2,7 +2,6 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
@@ -205,7 +204,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
   // queue lock), and at most one per NOTIFY_INTERVAL_MS (leading and trailing edge), so under load it
   // costs a few statements a second. Should a process die between commit and NOTIFY, or start
   // listening unnoticed for a moment, subscribers still poll every SUBSCRIPTION_POLL_MS.
-  const instanceId = randomUUID();
+  const { instanceId } = notifications;
   const localSubscribers = new Set<() => void>();
   const wakeSubscribers = () => {
     newGeneration();
