@@ -4,9 +4,9 @@
 //     holds 50,000 users, after 500 such users that warm the process up (JIT, plan caches, pools) and
 //     are not counted; (b) p50/p99 of GET /Users?filter=userName eq "..." for existing users.
 // The 50,000 users are seeded as UserRegistered events inserted by one SQL statement (one stream per
-// user, as the command path writes them), then the
-// tenants projection builds the read model as it would for any events. The SCIM rate limit is lifted
-// for the run (it would cap one employer at 50 requests/s): this measures the service, not the limit.
+// user, as the command path writes them), then the tenants projection builds the read model as it
+// would for any events. The SCIM rate limit is lifted for the run (it would cap one employer at 50
+// requests/s): this measures the service, not the limit.
 //   npm run bench -- scim [provisioned users=2000] [filter requests=2000] [seeded users=50000] [warm-up users=500]
 import { randomUUID } from 'node:crypto';
 import { sql, type DatabasePool } from 'slonik';
@@ -54,7 +54,7 @@ export default async function scimBench(args: string[]) {
       `read model built by the tenants projection in ${seconds(performance.now() - appended)} s${projected ? '' : ' (TIMED OUT)'}`);
     await service.ctx.db.slonik.query(sql.unsafe`ANALYZE users`);
 
-    // (a) Okta's sequence, one client, after a warm-up (JIT, plan caches, pool connections) that is not counted
+    // (a) Okta's sequence, one client, after the warm-up
     const provision = async () => {
       const login = `okta.${randomUUID()}@bench.test`;
       const t0 = performance.now();

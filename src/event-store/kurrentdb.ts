@@ -77,9 +77,9 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
     },
 
     // KurrentDB 25.1 and later append to several streams in one transaction (one stream takes the
-    // classic append, which older servers have too). That API takes metadata
-    // as string values only, so the metadata travels as one JSON string and is decoded on read; it
-    // reports the commit position only, so the last event is read back for its exact position.
+    // classic append, which older servers have too). That API takes metadata as string values only,
+    // so the metadata travels as one JSON string and is decoded on read; it reports the commit
+    // position only, so the last event is read back for its exact position.
     async appendToStreams(appends) {
       assertAppendableTogether(appends);
       if (appends.length === 1) {

@@ -147,8 +147,8 @@ export function assertAppendable(streamName: string, events: NewEvent[], metadat
 }
 
 /** `assertAppendable` for each part of an append to several streams, which must name each stream once. */
-export function assertAppendableTogether(appends: StreamAppend[]): (string | null)[] {
+export function assertAppendableTogether(appends: StreamAppend[]): void {
   if (appends.length === 0) throw new Error('appendToStreams needs at least one stream');
   if (new Set(appends.map((append) => append.streamName)).size !== appends.length) throw new Error('appendToStreams names a stream twice');
-  return appends.map((append) => assertAppendable(append.streamName, append.events, append.metadata));
+  for (const append of appends) assertAppendable(append.streamName, append.events, append.metadata);
 }
