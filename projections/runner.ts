@@ -20,6 +20,7 @@ export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 const WAITER_POLL_MS = 250;
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
+const positionOf = (row: z.infer<typeof checkpointRow>): Position => ({ commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) });
 
 /** Creates the checkpoint row if needed and locks it for this transaction (the upsert takes the row lock). */
 async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<Position> {
@@ -27,7 +28,7 @@ async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): 
     INSERT INTO projection_checkpoints (name) VALUES (${name})
     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
     RETURNING position_commit::text, position_prepare::text`);
-  return { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
+  return positionOf(row);
 }
 
 /** Moves the checkpoint and, when `notifyPeers`, announces it to other processes (delivered at commit), in one round trip. */
@@ -61,7 +62,7 @@ export async function applyBatch(pool: DatabasePool, projection: Projection, bat
 export async function readCheckpoint(pool: DatabasePool, name: string): Promise<Position> {
   const row = await pool.maybeOne(sql.type(checkpointRow)`
     SELECT position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ${name}`);
-  return row ? { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) } : START;
+  return row ? positionOf(row) : START;
 }
 
 export type ProjectionRunner = { stop(): Promise<void> };
@@ -134,9 +135,10 @@ export function createProjectionWaiter(deps: {
   timeoutMs: number;
 }) {
   // Every checkpoint move is announced, so once a projection's checkpoint is known, announcements keep
-  // it current. The table is read the first time, after the listening connection was re-established
-  // (an empty payload), and, in case an announcement went missing (a runner elsewhere that had not yet
-  // heard of this process), every WAITER_POLL_MS while any wait lasts: one read for all waiters.
+  // it current. The table is read the first time, and, in case announcements went missing (a runner
+  // elsewhere that had not yet heard of this process, a dropped listening connection), every
+  // WAITER_POLL_MS while any wait lasts: one read for all waiters. A known checkpoint is never ahead of
+  // the stored one (checkpoints only move forward), so a missed announcement can only delay a wait.
   const known = new Map<string, Position>();
   const waiters = new Set<() => void>();
   /** Every projection some wait has named: what a poll reads. */
@@ -148,7 +150,7 @@ export function createProjectionWaiter(deps: {
   const refresh = async (names: readonly string[]) => {
     for (const row of await deps.pool.any(sql.type(checkpointRow.extend({ name: z.string() }))`
       SELECT name, position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ANY(${sql.array([...names], 'text')})`)) {
-      learn(row.name, { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) });
+      learn(row.name, positionOf(row));
     }
   };
   const wakeWaiters = () => {
@@ -169,12 +171,6 @@ export function createProjectionWaiter(deps: {
   };
   // A payload is one line `<projection> <commit/prepare>` per projection that has passed a position.
   const listening = deps.notifications.listen(CHECKPOINT_CHANNEL, (payload) => {
-    if (payload === '') {
-      const stale = [...known.keys()];
-      known.clear();
-      void refresh(stale).then(wakeWaiters, () => {});
-      return;
-    }
     for (const line of payload.split('\n')) {
       const [name, position] = line.split(' ');
       if (name && position) learn(name, parsePosition(position));
