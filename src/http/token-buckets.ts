@@ -1,6 +1,8 @@
 // Token buckets kept in the memory of one process, one per key (a token's hash, a client address),
 // for limits that must hold before anything touches the database. The map is bounded: the least
 // recently used buckets are dropped first.
+import type { FastifyReply } from 'fastify';
+import { DomainError } from '../event-store/decider.ts';
 
 export type TokenBucketLimit = { perSecond: number; burst: number };
 
@@ -8,6 +10,13 @@ export type TokenBucketLimit = { perSecond: number; burst: number };
 export type Clock = () => number;
 
 export type RateVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/** A refused verdict becomes 429 RATE_LIMITED with retry-after; `what` says what there was too much of. */
+export function assertAllowed(verdict: RateVerdict, reply: FastifyReply, what: string): void {
+  if (verdict.allowed) return;
+  reply.header('retry-after', String(verdict.retryAfterSeconds));
+  throw new DomainError(429, 'RATE_LIMITED', `${what}; retry in ${verdict.retryAfterSeconds} s.`);
+}
 
 const MAX_BUCKETS = 50_000;
 

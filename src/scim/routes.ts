@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
+import { assertAllowed } from '../http/token-buckets.ts';
 import type { ErrorShape, ServiceError } from '../http/errors.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
@@ -336,11 +337,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
 /** Rate limit first (no database work for a flood), then the bearer token of one employer. */
 async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<ScimCaller> {
   const token = bearerTokenOf(request);
-  const verdict = limiter.admit(request.ip, token);
-  if (!verdict.allowed) {
-    reply.header('retry-after', String(verdict.retryAfterSeconds));
-    throw new DomainError(429, 'RATE_LIMITED', `Too many SCIM requests; retry in ${verdict.retryAfterSeconds} s.`);
-  }
+  assertAllowed(limiter.admit(request.ip, token), reply, 'Too many SCIM requests');
   const caller = token === null ? null : await findEmployerByScimToken(ctx, token);
   if (!caller) {
     limiter.recordFailedAuthentication(request.ip);

@@ -7,7 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
-import { createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
+import { assertAllowed, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
 import { getSsoConfiguration, type SsoConfigurationView } from './queries.ts';
@@ -143,11 +143,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
         429: { description: 'Too many refused callbacks from this client address (retry-after); not validated, not audited' },
       },
       handler: async ({ params, body, request, reply }) => {
-        const verdict = callbackFailures.peek(request.ip);
-        if (!verdict.allowed) {
-          reply.header('retry-after', String(verdict.retryAfterSeconds));
-          throw new DomainError(429, 'RATE_LIMITED', `Too many refused SAML responses from this address; retry in ${verdict.retryAfterSeconds} s.`);
-        }
+        assertAllowed(callbackFailures.peek(request.ip), reply, 'Too many refused SAML responses from this address');
         try {
           return reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302);
         } catch (error) {
