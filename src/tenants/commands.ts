@@ -7,7 +7,7 @@ import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import { userDecider, userStream, type UserProfile, type UserRegistered, type UserSource, type UserState } from './user.ts';
+import { userDecider, userStream, type UserProfile, type UserRegistered, type UserSource } from './user.ts';
 
 export function newEmployerId(): string {
   return `emp_${randomUUID().replaceAll('-', '')}`;
@@ -37,7 +37,7 @@ export async function registerUser(
   deps: CommandDeps,
   context: CommandContext,
   input: { employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource; userId?: string },
-): Promise<{ userId: string; state: UserState; position: Position | null; registered: { event: UserRegistered; occurredAt: string } }> {
+): Promise<{ userId: string; position: Position | null; registered: { event: UserRegistered; occurredAt: string } }> {
   const userId = input.userId ?? randomUUID();
   const { results, position, occurredAt } = await handleCommands(deps, [
     reserveEmail(context, input.profile.email, input.employerId, userId),
@@ -50,7 +50,7 @@ export async function registerUser(
     },
   ]);
   // The decider answers a registration with exactly one UserRegistered (or refuses it).
-  return { userId, state: results[1].state, position, registered: { event: results[1].newEvents[0] as UserRegistered, occurredAt } };
+  return { userId, position, registered: { event: results[1].newEvents[0] as UserRegistered, occurredAt } };
 }
 
 /** A new e-mail address is claimed, and the old one released, in the same write as the change. */
