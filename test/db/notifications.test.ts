@@ -1,7 +1,7 @@
 // The shared LISTEN connection: local publication, and knowing whether other processes of the service
 // listen, which decides whether appends and checkpoints are announced through the database at all.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createNotifications, type Notifications } from '../../src/db/notifications.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { tenantStream } from '../../src/event-store/port.ts';
@@ -18,10 +18,11 @@ describe('notifications', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
   });
-  afterAll(async () => {
-    await Promise.all(opened.map((notifications) => notifications.close()));
-    await database?.cleanup();
+  // Each case starts with no listener of the service connected: the peers it sees are its own.
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((notifications) => notifications.close()));
   });
+  afterAll(async () => database?.cleanup());
   // The check runs in the background; the answer settles within a few round trips.
   const settlesOn = (notifications: Notifications, expected: boolean) =>
     vi.waitFor(() => expect(notifications.peersListening()).toBe(expected), { timeout: 5000, interval: 5 });
@@ -40,7 +41,6 @@ describe('notifications', () => {
 
   it('knows whether another process of the service listens on the same database', async () => {
     // The test database's own pools (database.notifications is never connected) do not count.
-    for (const notifications of opened.splice(0)) await notifications.close();
     const first = open();
     await first.listen('peers_test', () => {});
     await settlesOn(first, false);
@@ -53,7 +53,6 @@ describe('notifications', () => {
   });
 
   it('hears at once of a process that starts listening, without waiting for its next check', async () => {
-    for (const notifications of opened.splice(0)) await notifications.close();
     const first = createNotifications(database.connectionUri, { peerCheckMs: 3_600_000 });
     opened.push(first);
     await first.ready();
@@ -63,7 +62,6 @@ describe('notifications', () => {
   });
 
   it('announces appends through the database only while another process listens', async () => {
-    for (const notifications of opened.splice(0)) await notifications.close();
     const notifications = open();
     const store = createPostgresEventStore(database.db.eventStore, notifications);
     const subscription = store.subscribeToAll({}, async () => {});
