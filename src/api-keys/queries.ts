@@ -5,6 +5,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { SCOPES } from '../auth/principal.ts';
 import { notFound } from '../http/errors.ts';
+import { pageOf, type Keyset } from '../http/page.ts';
 
 export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as const;
 
@@ -43,11 +44,13 @@ const metadataRow = z.object({
   last_used_at: z.string().nullable(),
   last_used_ip: z.string().nullable(),
   request_count: z.number(),
+  // created_at to the microsecond, for the list's cursor.
+  cursor_at: z.string(),
 });
 
 const selectMetadata = sql.fragment`
   SELECT k.id, k.name, k.key_prefix, k.scopes, k.allowed_ip_cidrs, k.expires_at, k.rate_limit_per_minute, k.created_at, k.created_by,
-         k.suspended, k.revoked_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
+         k.suspended, k.revoked_at, k.created_at::text AS cursor_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
   FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id`;
 
 function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetadata {
@@ -72,9 +75,20 @@ function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetada
   });
 }
 
-export async function listApiKeys(pool: DatabasePool, employerId: string, now: number): Promise<ApiKeyMetadata[]> {
-  const rows = await pool.any(sql.type(metadataRow)`${selectMetadata} WHERE k.employer_id = ${employerId} ORDER BY k.created_at DESC, k.id`);
-  return rows.map((row) => toMetadata(row, now));
+/** One page of the employer's keys, newest first, revoked ones included (index api_keys_by_employer). */
+export async function listApiKeys(
+  pool: DatabasePool,
+  employerId: string,
+  now: number,
+  { limit, after }: { limit: number; after: Keyset | null },
+): Promise<{ keys: ApiKeyMetadata[]; next: Keyset | null }> {
+  const rows = await pool.any(sql.type(metadataRow)`
+    ${selectMetadata}
+    WHERE k.employer_id = ${employerId}
+      ${after ? sql.fragment`AND (k.created_at, k.id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
+    ORDER BY k.created_at DESC, k.id DESC LIMIT ${limit + 1}`);
+  const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
+  return { keys: page.map((row) => toMetadata(row, now)), next };
 }
 
 /** One key of the employer; 404 for a key of another employer, exactly as for no key at all. */

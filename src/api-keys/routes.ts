@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { commandContextOf, SCOPES, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
+import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
 import { defineRoute } from '../http/route.ts';
 import { normalizeCidr } from './cidr.ts';
 import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
@@ -55,7 +56,9 @@ const patchBody = z
   })
   .refine((body) => body.name !== undefined || body.status !== undefined, 'give name or status');
 
-const listResponse = z.object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)) }).meta({ id: 'ApiKeyList' });
+const listResponse = z
+  .object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)), nextCursor: z.string().nullable() })
+  .meta({ id: 'ApiKeyList' });
 
 function sessionUserId(principal: Principal): string {
   if (principal.kind !== 'session') throw new Error('unreachable: key management is session-only');
@@ -72,6 +75,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       tags,
       auth,
       body: createBody,
+      idempotent: true,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
       handler: async ({ body, principal, request, reply }) => {
         const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, {
@@ -94,8 +98,14 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       summary: 'List the API keys of the employer and the scopes a key may hold',
       tags,
       auth,
-      responses: { 200: { description: 'Every key, newest first, revoked ones included', schema: listResponse } },
-      handler: async ({ principal }) => ({ keys: await listApiKeys(ctx.db.slonik, principal.employerId, clock()), availableScopes: [...SCOPES] }),
+      querystring: pageQuery(LIST_PAGE),
+      responses: {
+        200: { description: 'One page of keys, newest first, revoked ones included; pass nextCursor as cursor for the next (null on the last page)', schema: listResponse },
+      },
+      handler: async ({ query, principal }) => {
+        const { keys, next } = await listApiKeys(ctx.db.slonik, principal.employerId, clock(), { limit: query.limit, after: decodeCursor(query.cursor) });
+        return { keys, availableScopes: [...SCOPES], nextCursor: encodeCursor(next) };
+      },
     });
 
     defineRoute(fastify, ctx, {

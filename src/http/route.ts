@@ -7,6 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
+import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -27,6 +28,11 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   errorShape?: ErrorShape;
   /** Largest request body in bytes, when the server's default (5 MiB) does not fit the route. */
   bodyLimit?: number;
+  /**
+   * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
+   * handler returns its body (or sends a body-less reply itself), so the response can be stored.
+   */
+  idempotent?: Auth extends { public: true } ? never : boolean;
   handler: (
     input: {
       body: Infer<Body>;
@@ -55,7 +61,8 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
       const params = parseInput(route.params, request.params, 'params');
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
-      const result = await route.handler({ body, params, query, principal, request, reply } as never);
+      const execute = () => route.handler({ body, params, query, principal, request, reply } as never);
+      const result = route.idempotent && principal ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute) : await execute();
       if (reply.sent) return reply;
       return result;
     },
@@ -77,6 +84,11 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } } : {}),
     };
   }
+  if (route.idempotent) {
+    for (const [status, response] of Object.entries(idempotencyResponses)) {
+      responses[status] ??= { ...response, content: { 'application/json': { schema: errorBodySchema } } };
+    }
+  }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
   const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -91,6 +103,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       request: {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
+        ...(route.idempotent ? { headers: idempotencyKeyHeaders } : {}),
         ...(route.body ? { body: { content: { 'application/json': { schema: route.body } } } } : {}),
       },
       responses,

@@ -2,8 +2,8 @@
 // of another employer answers like an id that does not exist.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
+import { pageOf, pageQuery, type Keyset } from '../http/page.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './deliveries.ts';
 
 export const webhookSubscription = z
@@ -44,10 +44,13 @@ const subscriptionRow = z.object({
   last_delivery_status: z.enum(DELIVERY_STATUSES).nullable(),
   last_delivery_status_code: z.number().nullable(),
   last_delivery_at: z.string().nullable(),
+  // created_at to the microsecond, for the list's cursor.
+  cursor_at: z.string(),
 });
 
 const selectSubscriptions = sql.fragment`
   SELECT s.id, s.url, s.events, s.description, s.status, s.disabled_reason, s.failure_count, s.max_failures, s.created_at, s.updated_at,
+         s.created_at::text AS cursor_at,
          d.delivery_id AS last_delivery_id, d.event_type AS last_delivery_event, d.status AS last_delivery_status,
          d.last_status_code AS last_delivery_status_code, d.created_at AS last_delivery_at
   FROM webhook_subscriptions s
@@ -81,9 +84,19 @@ export async function getWebhook(pool: CommonQueryMethods, employerId: string, w
   return toView(row);
 }
 
-export async function listWebhooks(pool: CommonQueryMethods, employerId: string): Promise<WebhookSubscriptionView[]> {
-  const rows = await pool.any(sql.type(subscriptionRow)`${selectSubscriptions} WHERE s.employer_id = ${employerId} ORDER BY s.created_at, s.id`);
-  return rows.map(toView);
+/** One page of the employer's subscriptions, oldest first (index webhook_subscriptions_by_employer). */
+export async function listWebhooks(
+  pool: CommonQueryMethods,
+  employerId: string,
+  { limit, after }: { limit: number; after: Keyset | null },
+): Promise<{ webhooks: WebhookSubscriptionView[]; next: Keyset | null }> {
+  const rows = await pool.any(sql.type(subscriptionRow)`
+    ${selectSubscriptions}
+    WHERE s.employer_id = ${employerId}
+      ${after ? sql.fragment`AND (s.created_at, s.id) > (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
+    ORDER BY s.created_at, s.id LIMIT ${limit + 1}`);
+  const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
+  return { webhooks: page.map(toView), next };
 }
 
 /** The url, status and sealed secret the direct test needs. */
@@ -125,11 +138,9 @@ export const deliveryLogEntry = z
   .meta({ id: 'WebhookDelivery' });
 export type DeliveryLogEntry = z.infer<typeof deliveryLogEntry>;
 
-export const deliveryFilters = z.object({
+export const deliveryFilters = pageQuery({ default: 20, max: 100 }).extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
   event: z.string().max(100).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page.' }),
 });
 
 const deliveryRow = z.object({
@@ -157,37 +168,22 @@ const attemptRow = z.object({
   next_retry_at: z.string().nullable(),
 });
 
-// The cursor carries the last row's exact created_at (microseconds, as Postgres prints it) and id.
-const encodeCursor = (at: string, id: string) => Buffer.from(JSON.stringify([at, id])).toString('base64url');
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const parsed = z.tuple([z.string().max(64), z.uuid()]).parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
-    if (Number.isNaN(Date.parse(parsed[0]))) throw new Error('bad time');
-    return parsed;
-  } catch {
-    throw new DomainError(400, 'INVALID_CURSOR', 'The cursor is not one this service returned.');
-  }
-}
-
 /** One page of a subscription's delivery log, newest first, each delivery with its attempts in order. */
 export async function listDeliveries(
   pool: CommonQueryMethods,
   employerId: string,
   webhookId: string,
-  filters: z.infer<typeof deliveryFilters>,
-): Promise<{ deliveries: DeliveryLogEntry[]; nextCursor: string | null }> {
+  filters: Omit<z.infer<typeof deliveryFilters>, 'cursor'> & { after: Keyset | null },
+): Promise<{ deliveries: DeliveryLogEntry[]; next: Keyset | null }> {
   const conditions = [sql.fragment`employer_id = ${employerId}`, sql.fragment`webhook_id = ${webhookId}`];
   if (filters.status) conditions.push(sql.fragment`status = ${filters.status}`);
   if (filters.event) conditions.push(sql.fragment`event_type = ${filters.event}`);
-  if (filters.cursor) {
-    const [at, id] = decodeCursor(filters.cursor);
-    conditions.push(sql.fragment`(created_at, delivery_id) < (${at}::timestamptz, ${id}::uuid)`);
-  }
+  if (filters.after) conditions.push(sql.fragment`(created_at, delivery_id) < (${filters.after.at}::timestamptz, ${filters.after.id}::uuid)`);
   const rows = await pool.any(sql.type(deliveryRow)`
     SELECT delivery_id, webhook_id, event_id, event_type, trigger, status, attempts, next_attempt_at, created_at, completed_at, created_at::text AS cursor_at
     FROM webhook_deliveries WHERE ${sql.join(conditions, sql.fragment` AND `)}
     ORDER BY created_at DESC, delivery_id DESC LIMIT ${filters.limit + 1}`);
-  const page = rows.slice(0, filters.limit);
+  const { page, next } = pageOf(rows, filters.limit, (row) => ({ at: row.cursor_at, id: row.delivery_id }));
   const attempts = page.length === 0 ? [] : await pool.any(sql.type(attemptRow)`
     SELECT delivery_id, attempt, requested_at, latency_ms, status_code, error, response_body, next_retry_at
     FROM webhook_delivery_attempts WHERE delivery_id = ANY (${sql.array(page.map((row) => row.delivery_id), 'uuid')})
@@ -215,6 +211,5 @@ export async function listDeliveries(
         nextRetryAt: attempt.next_retry_at,
       })),
   }));
-  const last = page[page.length - 1];
-  return { deliveries, nextCursor: rows.length > filters.limit && last ? encodeCursor(last.cursor_at, last.delivery_id) : null };
+  return { deliveries, next };
 }

@@ -7,6 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
+import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
 import { defineRoute } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { attemptDelivery } from './attempt.ts';
@@ -76,6 +77,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       tags,
       auth,
       body: createBody,
+      idempotent: true,
       responses: { 201: { description: 'The subscription, with its signing secret', schema: createdWebhook } },
       handler: async ({ body, principal, request, reply }) => {
         const { webhookId, signingSecret } = await createWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, {
@@ -95,13 +97,19 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       summary: 'List the webhook subscriptions of the employer',
       tags,
       auth,
+      querystring: pageQuery(LIST_PAGE),
       responses: {
         200: {
-          description: 'Every subscription, oldest first',
-          schema: z.object({ webhooks: z.array(webhookSubscription), availableEvents: z.array(z.enum(WEBHOOK_EVENT_TYPES)) }).meta({ id: 'WebhookSubscriptionList' }),
+          description: 'One page of subscriptions, oldest first; pass nextCursor as cursor for the next (null on the last page)',
+          schema: z
+            .object({ webhooks: z.array(webhookSubscription), availableEvents: z.array(z.enum(WEBHOOK_EVENT_TYPES)), nextCursor: z.string().nullable() })
+            .meta({ id: 'WebhookSubscriptionList' }),
         },
       },
-      handler: async ({ principal }) => ({ webhooks: await listWebhooks(ctx.db.slonik, principal.employerId), availableEvents: [...WEBHOOK_EVENT_TYPES] }),
+      handler: async ({ query, principal }) => {
+        const { webhooks, next } = await listWebhooks(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        return { webhooks, availableEvents: [...WEBHOOK_EVENT_TYPES], nextCursor: encodeCursor(next) };
+      },
     });
 
     defineRoute(fastify, ctx, {
@@ -229,7 +237,9 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       },
       handler: async ({ params, query, principal }) => {
         if (!(await findWebhookTarget(ctx.db.slonik, principal.employerId, params.webhookId))) throw notFound('Webhook subscription');
-        return listDeliveries(ctx.db.slonik, principal.employerId, params.webhookId, query);
+        const { cursor, ...filters } = query;
+        const { deliveries, next } = await listDeliveries(ctx.db.slonik, principal.employerId, params.webhookId, { ...filters, after: decodeCursor(cursor, z.uuid()) });
+        return { deliveries, nextCursor: encodeCursor(next) };
       },
     });
 
