@@ -37,7 +37,7 @@ export const idempotencyKeyHeaders = z.object({
     .string()
     .min(1)
     .max(255)
-    .regex(/^[\x20-\x7e]+$/, 'printable ASCII characters only')
+    .regex(/^[\x20-\x7e]*$/, 'printable ASCII characters only')
     .optional()
     .meta({
       description:
