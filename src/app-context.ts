@@ -3,7 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Principal, Scope } from './auth/principal.ts';
+import type { Principal, Role, Scope } from './auth/principal.ts';
 import type { Config } from './config.ts';
 import type { Notifications } from './db/notifications.ts';
 import type { Database } from './db/pools.ts';
@@ -12,6 +12,9 @@ import type { EventStore, Position } from './event-store/port.ts';
 
 /** Authenticates an `x-api-key` call for a route needing `scope` (built by the api-keys capability). */
 export type ApiKeyAuthenticator = (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
+
+/** The live session behind a cookie secret, or null (built by the identity capability, which owns sessions). */
+export type SessionLookup = (sessionSecret: string) => Promise<{ sessionId: string; employerId: string; userId: string; role: Role } | null>;
 
 export type AppContext = {
   config: Config;
@@ -27,6 +30,7 @@ export type AppContext = {
   waitForReadModels: (position: Position, names: readonly string[]) => Promise<boolean>;
   openapi: OpenAPIRegistry;
   apiKeyAuthenticator: ApiKeyAuthenticator | null;
+  sessionLookup: SessionLookup | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */
   encryptionKey: KeyObject;
   /** Work to finish on shutdown (telemetry flushes and the like), run after the HTTP server closes. */

@@ -11,7 +11,7 @@ import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
-import { findUserByEmail } from './tenants/queries.ts';
+import { findUserByEmail } from '../projections/tenants/queries.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 

@@ -4,9 +4,10 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import type { Scope } from '../auth/principal.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
-import { apiKeyDecider, apiKeyStream, type ApiKeyCommand, type RevokeReason } from './api-key.ts';
+import { apiKeyDecider, apiKeyStream, type ApiKeyCommand } from './api-key.ts';
+import type { RevokeReason } from './events.ts';
 import { apiKeyPipelineOf } from './pipeline.ts';
-import { activeKeyIdsCreatedBy } from './queries.ts';
+import { activeKeyIdsCreatedBy } from '../../projections/api-keys/queries.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
 
 export type NewApiKey = {

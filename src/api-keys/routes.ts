@@ -10,7 +10,7 @@ import { defineRoute } from '../http/route.ts';
 import { normalizeCidr } from './cidr.ts';
 import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
 import { API_KEY_CHECK_ORDER } from './pipeline.ts';
-import { apiKeyMetadata, getApiKey, listApiKeys } from './queries.ts';
+import { apiKeyMetadata, getApiKey, listApiKeys } from '../../projections/api-keys/queries.ts';
 import type { Clock } from './rate-limiter.ts';
 
 const MAX_RATE_LIMIT_PER_MIN = 1_000_000;

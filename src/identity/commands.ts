@@ -1,12 +1,12 @@
 // Sign-in links and sessions: issuing a link, exchanging it once for a session, ending sessions.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
+import { findSignInToken, openSessionIds } from '../../projections/identity/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { sessionDecider, sessionStream, type SessionEndReason } from './session.ts';
+import type { SessionEndReason } from './events.ts';
+import { sessionDecider, sessionStream } from './session.ts';
 import { signInTokenDecider, signInTokenStream } from './signin-token.ts';
 
 export const SIGNIN_PATH = '/api/auth/signin';
@@ -25,15 +25,10 @@ export async function issueSignInToken(ctx: AppContext, input: { employerId: str
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
 
-const tokenRow = z.object({ token_id: z.string(), employer_id: z.string(), user_id: z.string(), user_active: z.boolean() });
-
 /** Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. */
 export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
   const invalid = new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
-  const row = await ctx.db.slonik.maybeOne(sql.type(tokenRow)`
-    SELECT t.token_id, t.employer_id, t.user_id, u.active AS user_active
-    FROM signin_tokens t JOIN users u ON u.id = t.user_id AND u.employer_id = t.employer_id
-    WHERE t.token_hash = ${sha256Hex(rawToken)}`);
+  const row = await findSignInToken(ctx.db.slonik, sha256Hex(rawToken));
   if (!row) throw invalid;
   if (!row.user_active) throw new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
   const sessionId = randomUUID();
@@ -62,24 +57,6 @@ export async function endSession(ctx: AppContext, employerId: string, sessionId:
 
 /** Ends every open session of a user (deactivation). */
 export async function endUserSessions(ctx: AppContext, employerId: string, userId: string, context: CommandContext) {
-  const sessionIds = await ctx.db.slonik.anyFirst(sql.type(z.object({ session_id: z.string() }))`
-    SELECT session_id FROM sessions WHERE employer_id = ${employerId} AND user_id = ${userId} AND ended_at IS NULL`);
+  const sessionIds = await openSessionIds(ctx.db.slonik, employerId, userId);
   for (const sessionId of sessionIds) await endSession(ctx, employerId, sessionId, 'user_deactivated', context);
-}
-
-const sessionRow = z.object({
-  session_id: z.string(),
-  employer_id: z.string(),
-  user_id: z.string(),
-  role: z.string(),
-  email: z.string(),
-  expires_at: z.string(),
-});
-
-/** The live session behind a cookie secret, or null (unknown, ended, expired, or user deactivated). */
-export async function findActiveSession(ctx: AppContext, sessionSecret: string) {
-  return ctx.db.slonik.maybeOne(sql.type(sessionRow)`
-    SELECT s.session_id, s.employer_id, s.user_id, u.role, u.email, s.expires_at
-    FROM sessions s JOIN users u ON u.id = s.user_id AND u.employer_id = s.employer_id
-    WHERE s.session_hash = ${sha256Hex(sessionSecret)} AND s.ended_at IS NULL AND s.expires_at > now() AND u.active`);
 }

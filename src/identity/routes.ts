@@ -6,7 +6,7 @@ import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
-import { findActiveSessionById } from './queries.ts';
+import { findActiveSessionById } from '../../projections/identity/queries.ts';
 
 const sessionResponse = z
   .object({
@@ -51,7 +51,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     responses: { 200: { description: 'The current session', schema: sessionResponse } },
     handler: async ({ principal }) => {
       if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
-      const row = await findActiveSessionById(ctx, principal.employerId, principal.sessionId);
+      const row = await findActiveSessionById(ctx.db.slonik, principal.employerId, principal.sessionId);
       return sessionResponse.parse({
         user: { id: principal.userId, email: row.email, role: principal.role },
         employerId: principal.employerId,

@@ -3,14 +3,15 @@
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
-import { registeredUserRow } from '../../projections/tenants.ts';
+import { registeredUserRow } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
 import { deleteUser, registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
-import { userStream, type UserProfile } from '../tenants/user.ts';
+import type { UserProfile } from '../tenants/events.ts';
+import { userStream } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';

@@ -1,5 +1,5 @@
 // SCIM reads on the read models `users` (tenants projection) and `groups`/`group_members`
-// (projections/scim-groups.ts), and the SCIM representation of their rows. Every query is scoped to
+// (projections/scim-groups/projection.ts), and the SCIM representation of their rows. Every query is scoped to
 // one employer; filters become SQL through filter.ts, so Postgres (and its indexes) does the matching.
 import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';

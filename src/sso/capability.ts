@@ -1,4 +1,4 @@
-import { ssoProjection } from '../../projections/sso.ts';
+import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';

@@ -5,7 +5,8 @@ import { handleCommand, type CommandContext } from '../event-store/command-handl
 import { fetchIdpMetadata, type MetadataFetchOptions } from './idp-metadata.ts';
 import { newScimToken } from './scim-token.ts';
 import type { SsoConfigurationUpdate } from './settings-input.ts';
-import { ssoConfigurationDecider, ssoConfigurationStream, type SsoSettings } from './sso-configuration.ts';
+import type { SsoSettings } from './events.ts';
+import { ssoConfigurationDecider, ssoConfigurationStream } from './sso-configuration.ts';
 
 /** Turns the validated request body into setting changes; fields sent explicitly win over fetched metadata. */
 async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: MetadataFetchOptions): Promise<Partial<SsoSettings>> {

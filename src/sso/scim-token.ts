@@ -2,8 +2,8 @@
 // model). A lookup compares hashes by index: timing can reveal at most something about a hash of a
 // random secret, never about the secret, so no constant-time loop over candidates is needed.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
+import { SCIM_TOKENS_CHANGED_CHANNEL } from '../../projections/sso/projection.ts';
+import { findScimTokenOwner } from '../../projections/sso/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { createNotifiedCache, type NotifiedCache } from '../db/notified-cache.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
@@ -16,15 +16,11 @@ export function newScimToken(): { token: string; tokenId: string; tokenHash: str
   return { token, tokenId: randomUUID(), tokenHash: sha256Hex(token) };
 }
 
-const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
-
-export const SCIM_TOKENS_CHANGED_CHANNEL = 'scim_tokens_changed';
-
 type TokenOwner = { employerId: string; tokenId: string };
 
 /**
  * Lookups are cached per process by token hash, unknown hashes too (src/db/notified-cache.ts). Every
- * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso.ts),
+ * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso/projection.ts),
  * so a rotated or disabled token fails as soon as the change is in the read model.
  */
 const caches = new WeakMap<AppContext, Promise<NotifiedCache<TokenOwner | null>>>();
@@ -38,9 +34,7 @@ function cacheOf(ctx: AppContext): Promise<NotifiedCache<TokenOwner | null>> {
       ttlMs: 60_000,
       maxEntries: 10_000,
       load: async (hash) => {
-        const row = await ctx.db.slonik.maybeOne(sql.type(tokenOwner)`
-          SELECT employer_id, scim_token_id FROM sso_configurations
-          WHERE scim_token_hash = ${hash} AND scim_enabled AND scim_token_id IS NOT NULL`);
+        const row = await findScimTokenOwner(ctx.db.slonik, hash);
         return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
       },
     });

@@ -7,7 +7,8 @@ import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import { userDecider, userStream, type UserProfile, type UserRegistered, type UserSource } from './user.ts';
+import type { UserProfile, UserRegistered, UserSource } from './events.ts';
+import { userDecider, userStream } from './user.ts';
 
 export function newEmployerId(): string {
   return `emp_${randomUUID().replaceAll('-', '')}`;

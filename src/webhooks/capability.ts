@@ -1,6 +1,6 @@
 // Outbound webhooks: subscriptions (routes, decider, read model), fan-out of committed domain events
 // to deliveries, signed at-least-once delivery with retries, the delivery log and auto-disable.
-import { webhooksProjection } from '../../projections/webhooks.ts';
+import { webhooksProjection } from '../../projections/webhooks/projection.ts';
 import type { AppContext } from '../app-context.ts';
 import type { Capability } from '../capability.ts';
 import { webhookAuditMappers } from './audit.ts';

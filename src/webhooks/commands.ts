@@ -8,10 +8,11 @@ import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { findDeliveryStatus } from './queries.ts';
+import { findDeliveryStatus } from '../../projections/webhooks/queries.ts';
 import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
 import { generateSigningSecret } from './signing.ts';
-import { webhookDecider, webhookStream, type WebhookCommand, type WebhookSettings, type WebhookStatus } from './subscription.ts';
+import type { WebhookSettings, WebhookStatus } from './events.ts';
+import { webhookDecider, webhookStream, type WebhookCommand } from './subscription.ts';
 
 /** Who records delivery outcomes in the event history. */
 export const DELIVERY_WORKER_ACTOR = { type: 'system', id: 'webhook-delivery' } as const;

@@ -13,7 +13,7 @@ import { attemptDelivery } from './attempt.ts';
 import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecret, updateWebhook } from './commands.ts';
 import { recordTestDelivery } from './deliveries.ts';
 import { pingData, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from './queries.ts';
+import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from '../../projections/webhooks/queries.ts';
 import { MAX_ATTEMPTS } from './retry-schedule.ts';
 import type { WebhookRuntime } from './runtime.ts';
 import { DEFAULT_MAX_FAILURES } from './subscription.ts';

@@ -8,7 +8,7 @@ import { issueSignInToken } from '../../src/identity/commands.ts';
 import { startService, type Role, type Service } from '../../src/main.ts';
 import { createEmployer } from '../../src/tenants/commands.ts';
 import type { Capability } from '../../src/capability.ts';
-import type { Projection } from '../../projections/projection.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
 import type { DestinationStream } from 'pino';
 import { createTestDatabaseUri } from './database.ts';
 import { freePort } from './ports.ts';

@@ -2,9 +2,9 @@
 // of another employer answers like an id that does not exist.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { DomainError } from '../event-store/decider.ts';
-import { notFound } from '../http/errors.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus } from './deliveries.ts';
+import { DomainError } from '../../src/event-store/decider.ts';
+import { notFound } from '../../src/http/errors.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './rows.ts';
 
 export const webhookSubscription = z
   .object({
