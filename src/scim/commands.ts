@@ -3,6 +3,7 @@
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
+import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/scim-groups/queries.ts';
 import { registeredUserRow } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
@@ -15,7 +16,6 @@ import { userStream } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';
-import { isUserNameTaken, unknownUserIds, type ScimUserRow } from './queries.ts';
 import type { ScimWriter } from './read-your-writes.ts';
 
 /** Who is calling: the employer and id of the SCIM token that authenticated the request. */
