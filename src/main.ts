@@ -110,6 +110,9 @@ export async function startService(options: {
     openapi: new OpenAPIRegistry(),
     apiKeyAuthenticator: null,
     sessionLookup: null,
+    apiKeyPipeline: null,
+    webhookRuntime: null,
+    scimTokens: null,
     encryptionKey: await resolveEncryptionKey(config),
     shutdownHooks: [],
   };

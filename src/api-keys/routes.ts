@@ -74,14 +74,15 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       body: createBody,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
       handler: async ({ body, principal, request, reply }) => {
-        const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, {
+        const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), {
           name: body.name,
           scopes: body.scopes,
           allowedIpCidrs: body.allowedIpCidrs,
           expiresAt: body.expiresAt ? new Date(body.expiresAt).toISOString() : null,
           rateLimitPerMinute: body.rateLimitPerMinute ?? null,
           createdBy: sessionUserId(principal),
-        }, clock());
+          now: clock(),
+        });
         const metadata = await getApiKey(ctx.db.slonik, principal.employerId, keyId, clock());
         reply.status(201).header('cache-control', 'no-store');
         return { ...metadata, rawKey };
@@ -120,7 +121,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       body: patchBody,
       responses: { 200: { description: 'The key after the change', schema: apiKeyMetadata }, 404: { description: 'No such key' }, 409: { description: 'The key is revoked' } },
       handler: async ({ params, body, principal, request }) => {
-        await changeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, body);
+        await changeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, ...body });
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });
@@ -135,7 +136,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       params: keyParams,
       responses: { 200: { description: 'The revoked key', schema: apiKeyMetadata }, 404: { description: 'No such key' } },
       handler: async ({ params, principal, request }) => {
-        await revokeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, 'admin', clock());
+        await revokeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, reason: 'admin', now: clock() });
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { findSignInToken, openSessionIds } from '../../projections/identity/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import type { SessionEndReason } from './events.ts';
 import { sessionDecider, sessionStream } from './session.ts';
@@ -11,24 +11,28 @@ import { signInTokenDecider, signInTokenStream } from './signin-token.ts';
 
 export const SIGNIN_PATH = '/api/auth/signin';
 
-export async function issueSignInToken(ctx: AppContext, input: { employerId: string; userId: string; via: 'cli' | 'saml'; context: CommandContext }) {
+export async function issueSignInToken(ctx: AppContext, context: CommandContext, input: { userId: string; via: 'cli' | 'saml' }) {
   const token = randomToken();
   const tokenId = randomUUID();
   const expiresAt = new Date(Date.now() + ctx.config.SIGNIN_TOKEN_TTL_MINUTES * 60_000).toISOString();
   await handleCommand(ctx.commands, {
-    streamName: signInTokenStream(input.employerId, tokenId),
+    streamName: signInTokenStream(employerOf(context), tokenId),
     decider: signInTokenDecider,
     command: { type: 'IssueSignInToken', tokenId, userId: input.userId, tokenHash: sha256Hex(token), expiresAt, via: input.via },
-    context: input.context,
+    context,
     newStream: true,
   });
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
 
-/** Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. */
-export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
+/**
+ * Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. The
+ * one command without a caller's context: the caller is anonymous until the token names its user,
+ * who is then the actor.
+ */
+export async function redeemSignInToken(ctx: AppContext, input: { token: string }) {
   const invalid = new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
-  const row = await findSignInToken(ctx.db.slonik, sha256Hex(rawToken));
+  const row = await findSignInToken(ctx.db.slonik, sha256Hex(input.token));
   if (!row) throw invalid;
   if (!row.user_active) throw new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
   const sessionId = randomUUID();
@@ -51,12 +55,17 @@ export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
   return { sessionSecret, sessionId, expiresAt, employerId: row.employer_id, userId: row.user_id };
 }
 
-export async function endSession(ctx: AppContext, employerId: string, sessionId: string, reason: SessionEndReason, context: CommandContext) {
-  await handleCommand(ctx.commands, { streamName: sessionStream(employerId, sessionId), decider: sessionDecider, command: { type: 'EndSession', reason }, context });
+export async function endSession(ctx: AppContext, context: CommandContext, input: { sessionId: string; reason: SessionEndReason }) {
+  await handleCommand(ctx.commands, {
+    streamName: sessionStream(employerOf(context), input.sessionId),
+    decider: sessionDecider,
+    command: { type: 'EndSession', reason: input.reason },
+    context,
+  });
 }
 
 /** Ends every open session of a user (deactivation). */
-export async function endUserSessions(ctx: AppContext, employerId: string, userId: string, context: CommandContext) {
-  const sessionIds = await openSessionIds(ctx.db.slonik, employerId, userId);
-  for (const sessionId of sessionIds) await endSession(ctx, employerId, sessionId, 'user_deactivated', context);
+export async function endUserSessions(ctx: AppContext, context: CommandContext, input: { userId: string }) {
+  const sessionIds = await openSessionIds(ctx.db.slonik, employerOf(context), input.userId);
+  for (const sessionId of sessionIds) await endSession(ctx, context, { sessionId, reason: 'user_deactivated' });
 }

@@ -30,7 +30,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     querystring: z.object({ token: z.string().min(1).max(200), next: z.string().regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
     responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
     handler: async ({ query, reply }) => {
-      const session = await redeemSignInToken(ctx, query.token);
+      const session = await redeemSignInToken(ctx, { token: query.token });
       reply.setCookie(SESSION_COOKIE, session.sessionSecret, {
         httpOnly: true,
         sameSite: 'lax',
@@ -70,7 +70,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     responses: { 204: { description: 'Signed out' } },
     handler: async ({ principal, request, reply }) => {
       if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
-      await endSession(ctx, principal.employerId, principal.sessionId, 'logout', commandContextOf(principal, request.id));
+      await endSession(ctx, commandContextOf(principal, request.id), { sessionId: principal.sessionId, reason: 'logout' });
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return reply.status(204).send();
     },

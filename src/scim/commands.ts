@@ -85,8 +85,8 @@ export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller
  */
 async function endAccess(ctx: AppContext, caller: ScimCaller, userId: string) {
   const context = contextOf(caller);
-  await revokeKeysCreatedBy(ctx, caller.employerId, userId, context);
-  await endUserSessions(ctx, caller.employerId, userId, context);
+  await revokeKeysCreatedBy(ctx, context, { userId });
+  await endUserSessions(ctx, context, { userId });
 }
 
 /** POST /Groups. Returns the new group's id. */

@@ -101,9 +101,9 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       responses: { 200: { description: 'The configuration after the update', schema: ssoUpdateResponse } },
       handler: async ({ principal, body, request, reply }) => {
         reply.header('cache-control', 'no-store'); // may carry the SCIM token
-        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), principal.employerId, body, {
-          allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-          ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}),
+        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), {
+          update: body,
+          metadataFetch: { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}) },
         });
         const configuration = presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
         return scimBearerToken ? { ...configuration, scimBearerToken } : configuration;

@@ -131,6 +131,6 @@ export async function finishSamlLogin(ctx: AppContext, employerId: string, samlR
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, clientIp);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
   await recordLogin(ctx, employerId, { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } }, context);
-  const signIn = await issueSignInToken(ctx, { employerId, userId, via: 'saml', context });
+  const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });
   return postLoginLocation(signIn, requests.consumedReturnTo());
 }
