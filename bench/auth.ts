@@ -84,11 +84,12 @@ export default async function benchAuth(args: string[]) {
   });
   try {
     const actor = { type: 'system', id: 'bench' } as const;
-    const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { name: 'Bench', adminEmail: 'bench@example.test', actor });
+    const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor }, { name: 'Bench', adminEmail: 'bench@example.test' });
     // A limit the bench cannot reach, so every request passes the whole pipeline (the limiter still leases permits).
-    const { rawKey } = await createApiKey(service.ctx, { tenantId: employerId, actor }, employerId, {
+    const { rawKey } = await createApiKey(service.ctx, { tenantId: employerId, actor }, {
       name: 'bench', scopes: [PROBE_SCOPE], allowedIpCidrs: ['127.0.0.0/8', '::1/128'], expiresAt: null, rateLimitPerMinute: 1_000_000, createdBy: adminUserId,
-    }, Date.now());
+      now: Date.now(),
+    });
 
     const base = { url: service.url!, seconds, connections, maxRequests: 2_000_000 };
     const open: Load = { ...base, path: '/probe/open', headers: {} };

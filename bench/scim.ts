@@ -27,7 +27,7 @@ export default async function scimBench(args: string[]) {
   const service = await startBenchService({ capabilities: capabilities.map((capability) => (capability.name === 'scim' ? scim : capability)) });
   const http = new Pool(service.url, { connections: 1 });
   try {
-    const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { name: 'Bench', adminEmail: 'admin@bench.test', actor: { type: 'system', id: 'bench' } });
+    const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: { type: 'system', id: 'bench' } }, { name: 'Bench', adminEmail: 'admin@bench.test' });
     const token = await enableScim(http, service.ctx, employerId, adminUserId);
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
     const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
@@ -108,7 +108,7 @@ export default async function scimBench(args: string[]) {
 }
 
 async function enableScim(http: Pool, ctx: Parameters<typeof issueSignInToken>[0], employerId: string, adminUserId: string): Promise<string> {
-  const { token } = await issueSignInToken(ctx, { employerId, userId: adminUserId, via: 'cli', context: { tenantId: employerId, actor: { type: 'system', id: 'bench' } } });
+  const { token } = await issueSignInToken(ctx, { tenantId: employerId, actor: { type: 'system', id: 'bench' } }, { userId: adminUserId, via: 'cli' });
   const signIn = await http.request({ method: 'GET', path: `/api/auth/signin?token=${encodeURIComponent(token)}` });
   await signIn.body.dump();
   const setCookie = signIn.headers['set-cookie'];

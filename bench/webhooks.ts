@@ -69,7 +69,7 @@ export default async function webhooksBench(args: string[]) {
     });
   const subscribeTenant = async (employerId: string, count: number) => {
     for (let i = 0; i < count; i++) {
-      await createWebhook(service.ctx, { tenantId: employerId, actor }, employerId, { url: `${url}/in/${i}`, events: ['invoice.paid'], description: null, maxFailures: 10 });
+      await createWebhook(service.ctx, { tenantId: employerId, actor }, { url: `${url}/in/${i}`, events: ['invoice.paid'], description: null, maxFailures: 10 });
     }
   };
   const waitForReceipts = async (run: string, count: number, timeoutMs: number) => {

@@ -5,7 +5,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { START, comparePositions, type EventStore, type Position } from '../src/event-store/port.ts';
 import type { Database } from '../src/db/pools.ts';
-import type { Projection } from './projection.ts';
+import type { Projection } from '../src/event-store/projection.ts';
 
 const REBUILD_BATCH = 10_000;
 

@@ -14,7 +14,7 @@ import {
   type RecordedEvent,
   type Subscription,
 } from '../src/event-store/port.ts';
-import type { Projection } from './projection.ts';
+import type { Projection } from '../src/event-store/projection.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 const WAITER_POLL_MS = 250;

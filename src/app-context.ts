@@ -3,15 +3,21 @@ import type { KeyObject } from 'node:crypto';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Principal, Scope } from './auth/principal.ts';
+import type { ApiKeyPipeline } from './api-keys/pipeline.ts';
+import type { Principal, Role, Scope } from './auth/principal.ts';
 import type { Config } from './config.ts';
 import type { Notifications } from './db/notifications.ts';
 import type { Database } from './db/pools.ts';
 import type { CommandDeps } from './event-store/command-handler.ts';
 import type { EventStore, Position } from './event-store/port.ts';
+import type { ScimTokenCache } from './sso/scim-token.ts';
+import type { WebhookRuntime } from './webhooks/runtime.ts';
 
 /** Authenticates an `x-api-key` call for a route needing `scope` (built by the api-keys capability). */
 export type ApiKeyAuthenticator = (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
+
+/** The live session behind a cookie secret, or null (built by the identity capability, which owns sessions). */
+export type SessionLookup = (sessionSecret: string) => Promise<{ sessionId: string; employerId: string; userId: string; role: Role } | null>;
 
 export type AppContext = {
   config: Config;
@@ -27,6 +33,15 @@ export type AppContext = {
   waitForReadModels: (position: Position, names: readonly string[]) => Promise<boolean>;
   openapi: OpenAPIRegistry;
   apiKeyAuthenticator: ApiKeyAuthenticator | null;
+  sessionLookup: SessionLookup | null;
+  // Per-process services of capabilities, each set once by its capability's setup at start-up (null
+  // while that capability is not installed). One per running service: a test process may run several.
+  /** The API key pipeline: key cache, rate limiter, usage recorder (src/api-keys/pipeline.ts). */
+  apiKeyPipeline: ApiKeyPipeline | null;
+  /** Webhook delivery: the address-checking HTTP pool and the worker lease (src/webhooks/runtime.ts). */
+  webhookRuntime: WebhookRuntime | null;
+  /** SCIM bearer tokens by hash, dropped on every SSO change (src/sso/scim-token.ts). */
+  scimTokens: ScimTokenCache | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */
   encryptionKey: KeyObject;
   /** Work to finish on shutdown (telemetry flushes and the like), run after the HTTP server closes. */

@@ -1,9 +1,9 @@
 // What a capability (api-keys, webhooks, sso, scim, ...) contributes to the running service. The list
 // of capabilities lives in src/capabilities.ts; src/main.ts wires each part into its runner.
 import type { TaskList } from 'graphile-worker';
-import type { Projection } from '../projections/projection.ts';
+import type { Projection } from './event-store/projection.ts';
 import type { AppContext } from './app-context.ts';
-import type { AuditMappers } from './audit/audit-entry.ts';
+import type { AuditMappers } from '../projections/audit/audit-entry.ts';
 import type { RoutePlugin } from './http/server.ts';
 import type { EventConsumer } from './worker/dispatcher.ts';
 

@@ -11,7 +11,7 @@ import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
-import { findUserByEmail } from './tenants/queries.ts';
+import { findUserByEmail } from '../projections/tenants/queries.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -98,8 +98,8 @@ async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
 async function createTenant(service: Service, name: string | undefined, adminEmail: string | undefined, json: boolean) {
   const input = z.object({ name: z.string().trim().min(1).max(200), adminEmail: z.string().trim().email() }).safeParse({ name, adminEmail });
   if (!input.success) throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address).');
-  const { employerId, adminUserId } = await createEmployer(service.ctx.commands, { ...input.data, actor: SYSTEM_ACTOR });
-  const link = await issueSignInToken(service.ctx, { employerId, userId: adminUserId, via: 'cli', context: { tenantId: employerId, actor: SYSTEM_ACTOR } });
+  const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
+  const link = await issueSignInToken(service.ctx, { tenantId: employerId, actor: SYSTEM_ACTOR }, { userId: adminUserId, via: 'cli' });
   if (json) return void console.log(JSON.stringify({ employerId, adminUserId, signInUrl: link.signInUrl, signInUrlExpiresAt: link.expiresAt }));
   console.log(`Employer ${input.data.name} created: ${employerId}\nAdmin ${input.data.adminEmail} (${adminUserId}) signs in once at:\n  ${link.signInUrl}\n(valid until ${link.expiresAt})`);
 }
@@ -109,7 +109,7 @@ async function signInLink(service: Service, email: string | undefined, json: boo
   const user = await findUserByEmail(service.ctx.db.slonik, email);
   if (!user) throw new UsageError(`No user has the e-mail ${email}.`);
   if (!user.active) throw new UsageError(`The user ${email} is deactivated.`);
-  const link = await issueSignInToken(service.ctx, { employerId: user.employer_id, userId: user.id, via: 'cli', context: { tenantId: user.employer_id, actor: SYSTEM_ACTOR } });
+  const link = await issueSignInToken(service.ctx, { tenantId: user.employer_id, actor: SYSTEM_ACTOR }, { userId: user.id, via: 'cli' });
   if (json) return void console.log(JSON.stringify({ employerId: user.employer_id, userId: user.id, signInUrl: link.signInUrl, expiresAt: link.expiresAt }));
   console.log(`${link.signInUrl}\n(valid until ${link.expiresAt})`);
 }

@@ -6,8 +6,8 @@ import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { auditProjection } from '../projections/audit.ts';
-import type { Projection } from '../projections/projection.ts';
+import { auditProjection } from '../projections/audit/projection.ts';
+import type { Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
 import type { AppContext } from './app-context.ts';
 import { capabilities as defaultCapabilities } from './capabilities.ts';
@@ -109,6 +109,10 @@ export async function startService(options: {
     waitForReadModels: waitForProjections,
     openapi: new OpenAPIRegistry(),
     apiKeyAuthenticator: null,
+    sessionLookup: null,
+    apiKeyPipeline: null,
+    webhookRuntime: null,
+    scimTokens: null,
     encryptionKey: await resolveEncryptionKey(config),
     shutdownHooks: [],
   };

@@ -1,30 +1,9 @@
 // The API key aggregate: stream tenant-<employerId>.apiKey-<keyId>. A key is created once, may be
 // suspended and resumed (status inactive/active) and renamed, and is revoked for good. Expiry is not
 // an event: a key is expired from the moment its expiresAt passes, whoever looks.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-import type { Scope } from '../auth/principal.ts';
-
-export type RevokeReason = 'admin' | 'creator_deactivated';
-
-export type ApiKeyCreated = DomainEvent<'ApiKeyCreated', {
-  keyId: string;
-  name: string;
-  /** SHA-256 (hex) of the raw key; the raw key never enters an event. */
-  keyHash: string;
-  keyPrefix: string;
-  scopes: Scope[];
-  allowedIpCidrs: string[];
-  expiresAt: string | null;
-  rateLimitPerMinute: number | null;
-  createdBy: string;
-  createdAt: string;
-}>;
-export type ApiKeyRenamed = DomainEvent<'ApiKeyRenamed', { keyId: string; name: string }>;
-export type ApiKeySuspended = DomainEvent<'ApiKeySuspended', { keyId: string }>;
-export type ApiKeyResumed = DomainEvent<'ApiKeyResumed', { keyId: string }>;
-export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; reason: RevokeReason; revokedAt: string }>;
-export type ApiKeyEvent = ApiKeyCreated | ApiKeyRenamed | ApiKeySuspended | ApiKeyResumed | ApiKeyRevoked;
+import type { ApiKeyCreated, ApiKeyEvent, RevokeReason } from './events.ts';
 
 export type CreateApiKey = { type: 'CreateApiKey'; now: string } & Omit<ApiKeyCreated['data'], 'createdAt'>;
 export type ApiKeyCommand =

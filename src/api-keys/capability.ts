@@ -1,4 +1,4 @@
-import { apiKeysProjection } from '../../projections/api-keys.ts';
+import { apiKeysProjection } from '../../projections/api-keys/projection.ts';
 import type { Capability } from '../capability.ts';
 import { installApiKeyPipeline } from './pipeline.ts';
 import type { Clock } from './rate-limiter.ts';

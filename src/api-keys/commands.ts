@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import type { Scope } from '../auth/principal.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
-import { apiKeyDecider, apiKeyStream, type ApiKeyCommand, type RevokeReason } from './api-key.ts';
-import { apiKeyPipelineOf } from './pipeline.ts';
-import { activeKeyIdsCreatedBy } from './queries.ts';
+import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { apiKeyDecider, apiKeyStream, type ApiKeyCommand } from './api-key.ts';
+import type { RevokeReason } from './events.ts';
+import { activeKeyIdsCreatedBy } from '../../projections/api-keys/queries.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
 
 export type NewApiKey = {
@@ -24,29 +24,31 @@ export function newApiKeyId(): string {
 }
 
 /** Creates a key and returns its raw value: the only time it exists outside the caller's hands. */
-export async function createApiKey(ctx: AppContext, context: CommandContext, employerId: string, input: NewApiKey, now: number) {
+export async function createApiKey(ctx: AppContext, context: CommandContext, input: NewApiKey & { now: number }) {
   const keyId = newApiKeyId();
   const rawKey = generateRawKey();
-  await runApiKeyCommand(ctx, context, employerId, keyId, {
+  const { now, ...key } = input;
+  await runApiKeyCommand(ctx, context, keyId, {
     type: 'CreateApiKey',
     keyId,
     keyHash: hashRawKey(rawKey),
     keyPrefix: displayPrefixOf(rawKey),
-    ...input,
+    ...key,
     now: new Date(now).toISOString(),
   });
   return { keyId, rawKey };
 }
 
-export async function revokeApiKey(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, reason: RevokeReason, now: number) {
-  await runApiKeyCommand(ctx, context, employerId, keyId, { type: 'RevokeApiKey', reason, now: new Date(now).toISOString() });
+export async function revokeApiKey(ctx: AppContext, context: CommandContext, input: { keyId: string; reason: RevokeReason; now: number }) {
+  await runApiKeyCommand(ctx, context, input.keyId, { type: 'RevokeApiKey', reason: input.reason, now: new Date(input.now).toISOString() });
 }
 
 /** PATCH: rename, suspend (status inactive) or resume (status active); each change is its own event. */
-export async function changeApiKey(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, changes: { name?: string; status?: 'active' | 'inactive' }) {
-  if (changes.name !== undefined) await runApiKeyCommand(ctx, context, employerId, keyId, { type: 'RenameApiKey', name: changes.name });
-  if (changes.status !== undefined) {
-    await runApiKeyCommand(ctx, context, employerId, keyId, { type: changes.status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
+export async function changeApiKey(ctx: AppContext, context: CommandContext, input: { keyId: string; name?: string; status?: 'active' | 'inactive' }) {
+  const { keyId, name, status } = input;
+  if (name !== undefined) await runApiKeyCommand(ctx, context, keyId, { type: 'RenameApiKey', name });
+  if (status !== undefined) {
+    await runApiKeyCommand(ctx, context, keyId, { type: status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
   }
 }
 
@@ -54,13 +56,13 @@ export async function changeApiKey(ctx: AppContext, context: CommandContext, emp
  * Revokes every key `userId` created that is not revoked yet (SCIM deactivation or deletion of the
  * user calls this). Returns the ids of the keys it revoked.
  */
-export async function revokeKeysCreatedBy(ctx: AppContext, employerId: string, userId: string, context: CommandContext): Promise<string[]> {
-  const keyIds = await activeKeyIdsCreatedBy(ctx.db.slonik, employerId, userId);
-  for (const keyId of keyIds) await revokeApiKey(ctx, context, employerId, keyId, 'creator_deactivated', Date.now());
+export async function revokeKeysCreatedBy(ctx: AppContext, context: CommandContext, input: { userId: string }): Promise<string[]> {
+  const keyIds = await activeKeyIdsCreatedBy(ctx.db.slonik, employerOf(context), input.userId);
+  for (const keyId of keyIds) await revokeApiKey(ctx, context, { keyId, reason: 'creator_deactivated', now: Date.now() });
   return [...keyIds];
 }
 
-async function runApiKeyCommand(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, command: ApiKeyCommand) {
-  const { state, newEvents } = await handleCommand(ctx.commands, { streamName: apiKeyStream(employerId, keyId), decider: apiKeyDecider, command, context });
-  if (newEvents.length > 0 && state.status !== 'absent') apiKeyPipelineOf(ctx)?.invalidate(state.keyHash);
+async function runApiKeyCommand(ctx: AppContext, context: CommandContext, keyId: string, command: ApiKeyCommand) {
+  const { state, newEvents } = await handleCommand(ctx.commands, { streamName: apiKeyStream(employerOf(context), keyId), decider: apiKeyDecider, command, context });
+  if (newEvents.length > 0 && state.status !== 'absent') ctx.apiKeyPipeline?.invalidate(state.keyHash);
 }

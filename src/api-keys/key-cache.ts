@@ -1,11 +1,12 @@
 // The per-process cache of API keys by the SHA-256 of the raw key, so a request does not read the
-// database. Every change to a key (projections/api-keys.ts) sends NOTIFY api_key_changed with the
+// database. Every change to a key (projections/api-keys/projection.ts) sends NOTIFY api_key_changed with the
 // key's hash from the transaction that updates the read model; each process drops that entry and
 // reloads it on the next request (src/db/notified-cache.ts), so a revocation reaches every process
 // within the notification's delivery time. The process that ran the command drops the entry itself
 // at once. Unknown hashes are cached too (bounded), so a flood of wrong keys stays in memory.
-import { sql, type DatabasePool } from 'slonik';
-import { z } from 'zod';
+import type { DatabasePool } from 'slonik';
+import { API_KEY_CHANGED_CHANNEL } from '../../projections/api-keys/projection.ts';
+import { findKeyByHash } from '../../projections/api-keys/queries.ts';
 import type { Scope } from '../auth/principal.ts';
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { Notifications } from '../db/notifications.ts';
@@ -13,7 +14,6 @@ import { hashesEqual } from '../crypto/tokens.ts';
 import { parseCidrs, type Cidr } from './cidr.ts';
 import type { Clock } from './rate-limiter.ts';
 
-export const API_KEY_CHANGED_CHANNEL = 'api_key_changed';
 const ENTRY_TTL_MS = 60_000;
 const MAX_ENTRIES = 50_000;
 
@@ -30,19 +30,6 @@ export type CachedKey = {
   rateLimitPerMinute: number | null;
 };
 
-const keyRow = z.object({
-  id: z.string(),
-  employer_id: z.string(),
-  key_hash: z.string(),
-  scopes: z.array(z.string()),
-  allowed_ip_cidrs: z.array(z.string()),
-  expires_at: z.string().nullable(),
-  suspended: z.boolean(),
-  revoked_at: z.string().nullable(),
-  created_by: z.string(),
-  rate_limit_per_minute: z.number().nullable(),
-});
-
 export type KeyCache = {
   /** The key whose hash is `keyHash`, or null when there is none. */
   find(keyHash: string): Promise<CachedKey | null>;
@@ -58,9 +45,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
     maxEntries: MAX_ENTRIES,
     clock: deps.clock,
     load: async (keyHash) => {
-      const row = await deps.pool.maybeOne(sql.type(keyRow)`
-        SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
-        FROM api_keys WHERE key_hash = ${keyHash}`);
+      const row = await findKeyByHash(deps.pool, keyHash);
       // The index lookup found the row by hash; the comparison that accepts it is constant-time.
       if (!row || !hashesEqual(row.key_hash, keyHash)) return null;
       return {

@@ -42,13 +42,6 @@ export type ApiKeyPipeline = {
   stop(): Promise<void>;
 };
 
-const pipelines = new WeakMap<AppContext, ApiKeyPipeline>();
-
-/** The pipeline of this process, for commands that must invalidate its cache and for tests. */
-export function apiKeyPipelineOf(ctx: AppContext): ApiKeyPipeline | undefined {
-  return pipelines.get(ctx);
-}
-
 export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Promise<ApiKeyPipeline> {
   const pool = ctx.db.slonik;
   const cache = await createKeyCache({ pool, notifications: ctx.notifications, clock });
@@ -118,7 +111,7 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
       await flush();
     },
   };
-  pipelines.set(ctx, pipeline);
+  ctx.apiKeyPipeline = pipeline;
   ctx.apiKeyAuthenticator = authenticate;
   ctx.shutdownHooks.push(pipeline.stop);
   return pipeline;

@@ -11,7 +11,7 @@ import { defineRoute } from '../http/route.ts';
 import { normalizeCidr } from './cidr.ts';
 import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
 import { API_KEY_CHECK_ORDER } from './pipeline.ts';
-import { apiKeyMetadata, getApiKey, listApiKeys } from './queries.ts';
+import { apiKeyMetadata, getApiKey, listApiKeys } from '../../projections/api-keys/queries.ts';
 import type { Clock } from './rate-limiter.ts';
 
 const MAX_RATE_LIMIT_PER_MIN = 1_000_000;
@@ -78,14 +78,15 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       idempotent: true,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
       handler: async ({ body, principal, request, reply }) => {
-        const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, {
+        const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), {
           name: body.name,
           scopes: body.scopes,
           allowedIpCidrs: body.allowedIpCidrs,
           expiresAt: body.expiresAt ? new Date(body.expiresAt).toISOString() : null,
           rateLimitPerMinute: body.rateLimitPerMinute ?? null,
           createdBy: sessionUserId(principal),
-        }, clock());
+          now: clock(),
+        });
         const metadata = await getApiKey(ctx.db.slonik, principal.employerId, keyId, clock());
         reply.status(201).header('cache-control', 'no-store');
         return { ...metadata, rawKey };
@@ -130,7 +131,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       body: patchBody,
       responses: { 200: { description: 'The key after the change', schema: apiKeyMetadata }, 404: { description: 'No such key' }, 409: { description: 'The key is revoked' } },
       handler: async ({ params, body, principal, request }) => {
-        await changeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, body);
+        await changeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, ...body });
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });
@@ -145,7 +146,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       params: keyParams,
       responses: { 200: { description: 'The revoked key', schema: apiKeyMetadata }, 404: { description: 'No such key' } },
       handler: async ({ params, principal, request }) => {
-        await revokeApiKey(ctx, commandContextOf(principal, request.id), principal.employerId, params.keyId, 'admin', clock());
+        await revokeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, reason: 'admin', now: clock() });
         return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });

@@ -4,8 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { findActiveSession } from '../identity/commands.ts';
-import { ROLE_SCOPES, type Principal, type Role, type RouteAuth } from './principal.ts';
+import { ROLE_SCOPES, type Principal, type RouteAuth } from './principal.ts';
 
 export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -32,15 +31,15 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
       : auth.modes.includes('apiKey') ? 'an x-api-key header' : 'a browser session';
     throw new DomainError(401, 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
   }
-  const session = await findActiveSession(ctx, sessionSecret);
+  const session = ctx.sessionLookup ? await ctx.sessionLookup(sessionSecret) : null;
   if (!session) throw new DomainError(401, 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
-  const role = session.role as Role;
+  const { role } = session;
   const principal: Principal = {
     kind: 'session',
-    employerId: session.employer_id,
-    userId: session.user_id,
+    employerId: session.employerId,
+    userId: session.userId,
     role,
-    sessionId: session.session_id,
+    sessionId: session.sessionId,
     scopes: ROLE_SCOPES[role] ?? [],
   };
   if (auth.role && role !== auth.role) throw new DomainError(403, 'FORBIDDEN_ROLE', `This route requires the role ${auth.role}.`);

@@ -13,6 +13,15 @@ export type CommandContext = {
   causationId?: string | null;
 };
 
+/**
+ * The employer a command acts for: its context's tenant. Commands share the signature
+ * `(ctx, context, input)`, and the employer comes from here, never from a separate argument.
+ */
+export function employerOf(context: CommandContext): string {
+  if (context.tenantId === null) throw new Error('This command acts for an employer: its context needs a tenantId');
+  return context.tenantId;
+}
+
 export type CommandDeps = {
   eventStore: EventStore;
   /** Resolves once the read models that handle `eventTypes` have applied events up to `position` (bounded wait). */

@@ -1,5 +1,7 @@
-import { identityProjection } from '../../projections/identity.ts';
+import { findActiveSession } from '../../projections/identity/queries.ts';
+import { identityProjection } from '../../projections/identity/projection.ts';
 import type { Capability } from '../capability.ts';
+import { sha256Hex } from '../crypto/tokens.ts';
 import { identityRoutes } from './routes.ts';
 
 export const identityCapability: Capability = {
@@ -9,5 +11,12 @@ export const identityCapability: Capability = {
   auditMappers: {
     SessionStarted: (event) => ({ action: 'auth.session.start', targetType: 'user', targetId: String(event.data.userId) }),
     SessionEnded: (event) => ({ action: 'auth.session.end', targetType: 'user', targetId: String(event.data.userId), details: { reason: event.data.reason } }),
+  },
+  // Sessions are this capability's; authentication (core) asks it through the context.
+  setup: async (ctx) => {
+    ctx.sessionLookup = async (sessionSecret) => {
+      const session = await findActiveSession(ctx.db.slonik, sha256Hex(sessionSecret));
+      return session && { sessionId: session.session_id, employerId: session.employer_id, userId: session.user_id, role: session.role };
+    };
   },
 };

@@ -1,39 +1,38 @@
 // Sign-in links and sessions: issuing a link, exchanging it once for a session, ending sessions.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
+import { findSignInToken, openSessionIds } from '../../projections/identity/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { sessionDecider, sessionStream, type SessionEndReason } from './session.ts';
+import type { SessionEndReason } from './events.ts';
+import { sessionDecider, sessionStream } from './session.ts';
 import { signInTokenDecider, signInTokenStream } from './signin-token.ts';
 
 export const SIGNIN_PATH = '/api/auth/signin';
 
-export async function issueSignInToken(ctx: AppContext, input: { employerId: string; userId: string; via: 'cli' | 'saml'; context: CommandContext }) {
+export async function issueSignInToken(ctx: AppContext, context: CommandContext, input: { userId: string; via: 'cli' | 'saml' }) {
   const token = randomToken();
   const tokenId = randomUUID();
   const expiresAt = new Date(Date.now() + ctx.config.SIGNIN_TOKEN_TTL_MINUTES * 60_000).toISOString();
   await handleCommand(ctx.commands, {
-    streamName: signInTokenStream(input.employerId, tokenId),
+    streamName: signInTokenStream(employerOf(context), tokenId),
     decider: signInTokenDecider,
     command: { type: 'IssueSignInToken', tokenId, userId: input.userId, tokenHash: sha256Hex(token), expiresAt, via: input.via },
-    context: input.context,
+    context,
     newStream: true,
   });
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
 
-const tokenRow = z.object({ token_id: z.string(), employer_id: z.string(), user_id: z.string(), user_active: z.boolean() });
-
-/** Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. */
-export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
+/**
+ * Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. The
+ * one command without a caller's context: the caller is anonymous until the token names its user,
+ * who is then the actor.
+ */
+export async function redeemSignInToken(ctx: AppContext, input: { token: string }) {
   const invalid = new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
-  const row = await ctx.db.slonik.maybeOne(sql.type(tokenRow)`
-    SELECT t.token_id, t.employer_id, t.user_id, u.active AS user_active
-    FROM signin_tokens t JOIN users u ON u.id = t.user_id AND u.employer_id = t.employer_id
-    WHERE t.token_hash = ${sha256Hex(rawToken)}`);
+  const row = await findSignInToken(ctx.db.slonik, sha256Hex(input.token));
   if (!row) throw invalid;
   if (!row.user_active) throw new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
   const sessionId = randomUUID();
@@ -56,30 +55,17 @@ export async function redeemSignInToken(ctx: AppContext, rawToken: string) {
   return { sessionSecret, sessionId, expiresAt, employerId: row.employer_id, userId: row.user_id };
 }
 
-export async function endSession(ctx: AppContext, employerId: string, sessionId: string, reason: SessionEndReason, context: CommandContext) {
-  await handleCommand(ctx.commands, { streamName: sessionStream(employerId, sessionId), decider: sessionDecider, command: { type: 'EndSession', reason }, context });
+export async function endSession(ctx: AppContext, context: CommandContext, input: { sessionId: string; reason: SessionEndReason }) {
+  await handleCommand(ctx.commands, {
+    streamName: sessionStream(employerOf(context), input.sessionId),
+    decider: sessionDecider,
+    command: { type: 'EndSession', reason: input.reason },
+    context,
+  });
 }
 
 /** Ends every open session of a user (deactivation). */
-export async function endUserSessions(ctx: AppContext, employerId: string, userId: string, context: CommandContext) {
-  const sessionIds = await ctx.db.slonik.anyFirst(sql.type(z.object({ session_id: z.string() }))`
-    SELECT session_id FROM sessions WHERE employer_id = ${employerId} AND user_id = ${userId} AND ended_at IS NULL`);
-  for (const sessionId of sessionIds) await endSession(ctx, employerId, sessionId, 'user_deactivated', context);
-}
-
-const sessionRow = z.object({
-  session_id: z.string(),
-  employer_id: z.string(),
-  user_id: z.string(),
-  role: z.string(),
-  email: z.string(),
-  expires_at: z.string(),
-});
-
-/** The live session behind a cookie secret, or null (unknown, ended, expired, or user deactivated). */
-export async function findActiveSession(ctx: AppContext, sessionSecret: string) {
-  return ctx.db.slonik.maybeOne(sql.type(sessionRow)`
-    SELECT s.session_id, s.employer_id, s.user_id, u.role, u.email, s.expires_at
-    FROM sessions s JOIN users u ON u.id = s.user_id AND u.employer_id = s.employer_id
-    WHERE s.session_hash = ${sha256Hex(sessionSecret)} AND s.ended_at IS NULL AND s.expires_at > now() AND u.active`);
+export async function endUserSessions(ctx: AppContext, context: CommandContext, input: { userId: string }) {
+  const sessionIds = await openSessionIds(ctx.db.slonik, employerOf(context), input.userId);
+  for (const sessionId of sessionIds) await endSession(ctx, context, { sessionId, reason: 'user_deactivated' });
 }

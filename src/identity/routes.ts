@@ -6,7 +6,7 @@ import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
-import { findActiveSessionById } from './queries.ts';
+import { findActiveSessionById } from '../../projections/identity/queries.ts';
 
 const sessionResponse = z
   .object({
@@ -30,7 +30,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     querystring: z.object({ token: z.string().min(1).max(200), next: z.string().regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
     responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
     handler: async ({ query, reply }) => {
-      const session = await redeemSignInToken(ctx, query.token);
+      const session = await redeemSignInToken(ctx, { token: query.token });
       reply.setCookie(SESSION_COOKIE, session.sessionSecret, {
         httpOnly: true,
         sameSite: 'lax',
@@ -51,7 +51,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     responses: { 200: { description: 'The current session', schema: sessionResponse } },
     handler: async ({ principal }) => {
       if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
-      const row = await findActiveSessionById(ctx, principal.employerId, principal.sessionId);
+      const row = await findActiveSessionById(ctx.db.slonik, principal.employerId, principal.sessionId);
       return sessionResponse.parse({
         user: { id: principal.userId, email: row.email, role: principal.role },
         employerId: principal.employerId,
@@ -70,7 +70,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     responses: { 204: { description: 'Signed out' } },
     handler: async ({ principal, request, reply }) => {
       if (principal.kind !== 'session') throw new Error('unreachable: session-only route');
-      await endSession(ctx, principal.employerId, principal.sessionId, 'logout', commandContextOf(principal, request.id));
+      await endSession(ctx, commandContextOf(principal, request.id), { sessionId: principal.sessionId, reason: 'logout' });
       reply.clearCookie(SESSION_COOKIE, { path: '/' });
       return reply.status(204).send();
     },

@@ -1,12 +1,8 @@
 // Browser sessions: stream tenant-<employerId>.session-<sessionId>. The cookie carries a random
 // secret; only its hash is stored. Sessions expire and end on logout or when the user is deactivated.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-
-export type SessionEndReason = 'logout' | 'user_deactivated';
-export type SessionStarted = DomainEvent<'SessionStarted', { sessionId: string; userId: string; sessionHash: string; expiresAt: string }>;
-export type SessionEnded = DomainEvent<'SessionEnded', { sessionId: string; userId: string; reason: SessionEndReason }>;
-export type SessionEvent = SessionStarted | SessionEnded;
+import type { SessionEndReason, SessionEvent } from './events.ts';
 
 export type SessionCommand =
   | { type: 'StartSession'; sessionId: string; userId: string; sessionHash: string; expiresAt: string }

@@ -1,11 +1,8 @@
 // One-time sign-in tokens of the built-in identity provider: stream tenant-<employerId>.signin-<tokenId>.
 // Issued by the CLI (`signin-link`) and at the end of a SAML login; exchanged once for a session.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-
-export type SignInTokenIssued = DomainEvent<'SignInTokenIssued', { tokenId: string; userId: string; tokenHash: string; expiresAt: string; via: 'cli' | 'saml' }>;
-export type SignInTokenRedeemed = DomainEvent<'SignInTokenRedeemed', { tokenId: string; userId: string; sessionId: string }>;
-export type SignInTokenEvent = SignInTokenIssued | SignInTokenRedeemed;
+import type { SignInTokenEvent } from './events.ts';
 
 export type SignInTokenCommand =
   | { type: 'IssueSignInToken'; tokenId: string; userId: string; tokenHash: string; expiresAt: string; via: 'cli' | 'saml' }

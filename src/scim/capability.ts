@@ -1,6 +1,6 @@
 // SCIM 2.0 provisioning: routes under /api/scim/v2, the group aggregate's read model and audit records.
 // Users are the tenants capability's aggregate; its audit mappers record scim.user.* by the actor type.
-import { scimGroupsProjection } from '../../projections/scim-groups.ts';
+import { scimGroupsProjection } from '../../projections/scim-groups/projection.ts';
 import type { Capability } from '../capability.ts';
 import { createScimRateLimiter, type Clock, type ScimRateLimits } from './rate-limit.ts';
 import { scimRoutes } from './routes.ts';

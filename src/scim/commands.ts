@@ -3,18 +3,19 @@
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
-import { registeredUserRow } from '../../projections/tenants.ts';
+import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/scim-groups/queries.ts';
+import { registeredUserRow } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
 import { deleteUser, registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
-import { userStream, type UserProfile } from '../tenants/user.ts';
+import type { UserProfile } from '../tenants/events.ts';
+import { userStream } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';
-import { isUserNameTaken, unknownUserIds, type ScimUserRow } from './queries.ts';
 import type { ScimWriter } from './read-your-writes.ts';
 
 /** Who is calling: the employer and id of the SCIM token that authenticated the request. */
@@ -84,8 +85,8 @@ export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller
  */
 async function endAccess(ctx: AppContext, caller: ScimCaller, userId: string) {
   const context = contextOf(caller);
-  await revokeKeysCreatedBy(ctx, caller.employerId, userId, context);
-  await endUserSessions(ctx, caller.employerId, userId, context);
+  await revokeKeysCreatedBy(ctx, context, { userId });
+  await endUserSessions(ctx, context, { userId });
 }
 
 /** POST /Groups. Returns the new group's id. */

@@ -1,17 +1,9 @@
 // The SCIM group aggregate: stream tenant-<employerId>.group-<groupId>. A group is a named set of
 // users of one employer, pushed by the IdP (Okta "Push Groups", Entra ID group provisioning). Members
 // change by deltas, so two concurrent PATCHes adding different members both take effect.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-
-export type GroupCreated = DomainEvent<'GroupCreated', { groupId: string; employerId: string; displayName: string; externalId: string | null; members: string[] }>;
-/** Only the attributes that changed. */
-export type GroupAttributesChanged = DomainEvent<'GroupAttributesChanged', { groupId: string; changes: { displayName?: string; externalId?: string | null } }>;
-export type GroupMembersAdded = DomainEvent<'GroupMembersAdded', { groupId: string; userIds: string[] }>;
-export type GroupMembersRemoved = DomainEvent<'GroupMembersRemoved', { groupId: string; userIds: string[] }>;
-/** The group and its memberships are gone; its id answers 404 from now on. */
-export type GroupDeleted = DomainEvent<'GroupDeleted', { groupId: string }>;
-export type GroupEvent = GroupCreated | GroupAttributesChanged | GroupMembersAdded | GroupMembersRemoved | GroupDeleted;
+import type { GroupAttributesChanged, GroupEvent } from './events.ts';
 
 export type GroupCommand =
   | { type: 'CreateGroup'; groupId: string; employerId: string; displayName: string; externalId: string | null; members: string[] }

@@ -24,21 +24,27 @@ import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListR
 import { ScimError, toScimErrorBody, type ScimErrorType } from './errors.ts';
 import { applyGroupPatch, applyUserPatch } from './patch.ts';
 import {
-  etagOf,
   findScimGroup,
   findScimUser,
   groupMembers,
   listScimGroups,
   listScimUsers,
+  type ListQuery,
+  type ScimGroupRow,
+  type ScimUserRow,
+} from '../../projections/scim-groups/queries.ts';
+import { scimFilterToSql, type ScimAttributeMap } from './filter.ts';
+import type { ScimRateLimiter } from './rate-limit.ts';
+import { createScimWriter } from './read-your-writes.ts';
+import {
+  etagOf,
+  GROUP_FILTER_ATTRIBUTES,
   scimGroupDoc,
   scimGroupResource,
   scimUserDoc,
   scimUserResource,
-  type ScimGroupRow,
-  type ScimUserRow,
-} from './queries.ts';
-import type { ScimRateLimiter } from './rate-limit.ts';
-import { createScimWriter } from './read-your-writes.ts';
+  USER_FILTER_ATTRIBUTES,
+} from './resources.ts';
 
 export const SCIM_PATH = '/api/scim/v2';
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
@@ -79,6 +85,14 @@ const listQuery = z.object({
   attributes: z.string().optional(),
   excludedAttributes: z.string().optional(),
 });
+/** A list request as the read-model query takes it: the filter translated to SQL, the count capped. */
+function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttributeMap): ListQuery {
+  return {
+    filter: query.filter === undefined ? null : scimFilterToSql(query.filter, attributes),
+    startIndex: query.startIndex,
+    count: Math.min(query.count, SCIM_MAX_RESULTS),
+  };
+}
 const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
 const userParams = z.object({ userId: z.string().min(1) });
 const groupParams = z.object({ groupId: z.string().min(1) });
@@ -170,7 +184,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       summary: 'List users of the employer, with filter, startIndex/count paging and attribute selection',
       querystring: listQuery,
       handler: async ({ query, request, reply }) => {
-        const page = await listScimUsers(ctx.db.slonik, callerOf(request).employerId, query);
+        const page = await listScimUsers(ctx.db.slonik, callerOf(request).employerId, readModelQuery(query, USER_FILTER_ATTRIBUTES));
         const resources = page.rows.map((row) => selectAttributes(scimUserResource(row, baseUrl), query));
         return send(reply, 200, scimListResponse(resources, page));
       },
@@ -259,7 +273,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: listQuery,
       handler: async ({ query, request, reply }) => {
         const caller = callerOf(request);
-        const page = await listScimGroups(ctx.db.slonik, caller.employerId, query);
+        const page = await listScimGroups(ctx.db.slonik, caller.employerId, readModelQuery(query, GROUP_FILTER_ATTRIBUTES));
         return send(reply, 200, scimListResponse(await groupResources(caller, page.rows, query), page));
       },
     });

@@ -1,7 +1,8 @@
-import { ssoProjection } from '../../projections/sso.ts';
+import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
+import { createScimTokenCache } from './scim-token.ts';
 
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
@@ -14,6 +15,11 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     routes: [ssoRoutes(options)],
+    setup: async (ctx) => {
+      const scimTokens = await createScimTokenCache(ctx);
+      ctx.scimTokens = scimTokens;
+      ctx.shutdownHooks.push(async () => scimTokens.stop());
+    },
     projections: [ssoProjection],
     auditMappers: {
       // Field names only: certificates and URLs stay in the event, token hashes never reach the audit log.

@@ -1,11 +1,12 @@
 // Changing an employer's SSO configuration: metadata fetched and merged, the aggregate decides, and
 // a newly issued SCIM token is handed back to the caller (once; only its hash was recorded).
 import type { AppContext } from '../app-context.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { fetchIdpMetadata, type MetadataFetchOptions } from './idp-metadata.ts';
 import { newScimToken } from './scim-token.ts';
 import type { SsoConfigurationUpdate } from './settings-input.ts';
-import { ssoConfigurationDecider, ssoConfigurationStream, type SsoSettings } from './sso-configuration.ts';
+import type { SsoSettings } from './events.ts';
+import { ssoConfigurationDecider, ssoConfigurationStream } from './sso-configuration.ts';
 
 /** Turns the validated request body into setting changes; fields sent explicitly win over fetched metadata. */
 async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: MetadataFetchOptions): Promise<Partial<SsoSettings>> {
@@ -27,10 +28,10 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
 export async function updateSsoConfiguration(
   ctx: AppContext,
   context: CommandContext,
-  employerId: string,
-  input: SsoConfigurationUpdate,
-  metadataFetch: MetadataFetchOptions,
+  input: { update: SsoConfigurationUpdate; metadataFetch: MetadataFetchOptions },
 ): Promise<{ scimBearerToken: string | null }> {
+  const { update, metadataFetch } = input;
+  const employerId = employerOf(context);
   const candidate = newScimToken();
   const { newEvents } = await handleCommand(ctx.commands, {
     streamName: ssoConfigurationStream(employerId),
@@ -38,8 +39,8 @@ export async function updateSsoConfiguration(
     command: {
       type: 'UpdateSsoConfiguration',
       employerId,
-      changes: await settingChanges(input, metadataFetch),
-      rotateScimToken: input.rotateScimToken ?? false,
+      changes: await settingChanges(update, metadataFetch),
+      rotateScimToken: update.rotateScimToken ?? false,
       candidateScimToken: { tokenId: candidate.tokenId, tokenHash: candidate.tokenHash },
       now: new Date().toISOString(),
     },

@@ -10,7 +10,7 @@ import { defineRoute } from '../http/route.ts';
 import { assertAllowed, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
-import { getSsoConfiguration, type SsoConfigurationView } from './queries.ts';
+import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
 import { generateSpMetadata } from './saml.ts';
 import { finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from './saml-flow.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from './settings-input.ts';
@@ -85,7 +85,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       tags: ['SSO'],
       auth: SSO_AUTH,
       responses: { 200: { description: 'The configuration', schema: ssoConfigurationResponse } },
-      handler: async ({ principal }) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx, principal.employerId)),
+      handler: async ({ principal }) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId)),
     });
 
     defineRoute(fastify, ctx, {
@@ -101,11 +101,11 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       responses: { 200: { description: 'The configuration after the update', schema: ssoUpdateResponse } },
       handler: async ({ principal, body, request, reply }) => {
         reply.header('cache-control', 'no-store'); // may carry the SCIM token
-        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), principal.employerId, body, {
-          allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-          ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}),
+        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), {
+          update: body,
+          metadataFetch: { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}) },
         });
-        const configuration = presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx, principal.employerId));
+        const configuration = presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
         return scimBearerToken ? { ...configuration, scimBearerToken } : configuration;
       },
     });
@@ -162,7 +162,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       params: employerParams,
       responses: { 200: { description: 'SP metadata', schema: z.string(), contentType: 'application/samlmetadata+xml' }, 404: { description: 'Unknown employer' } },
       handler: async ({ params, reply }) => {
-        const { settings } = await getSsoConfiguration(ctx, params.employerId);
+        const { settings } = await getSsoConfiguration(ctx.db.slonik, params.employerId);
         const { spEntityId, acsUrl } = serviceProviderUrls(ctx, params.employerId);
         return reply.type('application/samlmetadata+xml').send(generateSpMetadata({ spEntityId, acsUrl, nameIdFormat: spNameIdFormat(settings) }));
       },

@@ -7,13 +7,13 @@ import { handleCommand, type CommandContext } from '../event-store/command-handl
 import { DomainError } from '../event-store/decider.ts';
 import { issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
-import { findUserByEmail } from '../tenants/queries.ts';
-import { getSsoConfiguration } from './queries.ts';
+import { findUserByEmail } from '../../projections/tenants/queries.ts';
+import { getSsoConfiguration } from '../../projections/sso/queries.ts';
 import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
 import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
-import { samlLoginDecider, samlLoginStream, type SamlLoginEvent, type SamlLoginFailureReason } from './saml-login.ts';
+import type { SamlLoginEvent, SamlLoginFailureReason, SsoSettings } from './events.ts';
+import { samlLoginDecider, samlLoginStream } from './saml-login.ts';
 import { postgresAssertionReplayCache, postgresSamlRequestStore } from './saml-stores.ts';
-import type { SsoSettings } from './sso-configuration.ts';
 
 const SAML_ACTOR = { type: 'system', id: 'saml' } as const;
 
@@ -48,7 +48,7 @@ function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings):
 
 /** 404 for an unknown employer, 400 when its SAML is off; otherwise its SP settings. */
 async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<SamlSpSettings> {
-  const { settings } = await getSsoConfiguration(ctx, employerId);
+  const { settings } = await getSsoConfiguration(ctx.db.slonik, employerId);
   if (!settings.samlEnabled) {
     throw new DomainError(400, 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
   }
@@ -131,6 +131,6 @@ export async function finishSamlLogin(ctx: AppContext, employerId: string, samlR
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, clientIp);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
   await recordLogin(ctx, employerId, { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } }, context);
-  const signIn = await issueSignInToken(ctx, { employerId, userId, via: 'saml', context });
+  const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });
   return postLoginLocation(signIn, requests.consumedReturnTo());
 }

@@ -2,8 +2,8 @@
 // model). A lookup compares hashes by index: timing can reveal at most something about a hash of a
 // random secret, never about the secret, so no constant-time loop over candidates is needed.
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
+import { SCIM_TOKENS_CHANGED_CHANNEL } from '../../projections/sso/projection.ts';
+import { findScimTokenOwner } from '../../projections/sso/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { createNotifiedCache, type NotifiedCache } from '../db/notified-cache.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
@@ -16,37 +16,27 @@ export function newScimToken(): { token: string; tokenId: string; tokenHash: str
   return { token, tokenId: randomUUID(), tokenHash: sha256Hex(token) };
 }
 
-const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
-
-export const SCIM_TOKENS_CHANGED_CHANNEL = 'scim_tokens_changed';
-
 type TokenOwner = { employerId: string; tokenId: string };
+
+export type ScimTokenCache = NotifiedCache<TokenOwner | null>;
 
 /**
  * Lookups are cached per process by token hash, unknown hashes too (src/db/notified-cache.ts). Every
- * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso.ts),
- * so a rotated or disabled token fails as soon as the change is in the read model.
+ * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso/projection.ts),
+ * so a rotated or disabled token fails as soon as the change is in the read model. Created once at
+ * start-up by the sso capability (ctx.scimTokens).
  */
-const caches = new WeakMap<AppContext, Promise<NotifiedCache<TokenOwner | null>>>();
-
-function cacheOf(ctx: AppContext): Promise<NotifiedCache<TokenOwner | null>> {
-  let cache = caches.get(ctx);
-  if (!cache) {
-    cache = createNotifiedCache({
-      notifications: ctx.notifications,
-      channel: SCIM_TOKENS_CHANGED_CHANNEL,
-      ttlMs: 60_000,
-      maxEntries: 10_000,
-      load: async (hash) => {
-        const row = await ctx.db.slonik.maybeOne(sql.type(tokenOwner)`
-          SELECT employer_id, scim_token_id FROM sso_configurations
-          WHERE scim_token_hash = ${hash} AND scim_enabled AND scim_token_id IS NOT NULL`);
-        return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
-      },
-    });
-    caches.set(ctx, cache);
-  }
-  return cache;
+export function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCache> {
+  return createNotifiedCache({
+    notifications: ctx.notifications,
+    channel: SCIM_TOKENS_CHANGED_CHANNEL,
+    ttlMs: 60_000,
+    maxEntries: 10_000,
+    load: async (hash) => {
+      const row = await findScimTokenOwner(ctx.db.slonik, hash);
+      return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
+    },
+  });
 }
 
 /**
@@ -55,5 +45,6 @@ function cacheOf(ctx: AppContext): Promise<NotifiedCache<TokenOwner | null>> {
  */
 export async function findEmployerByScimToken(ctx: AppContext, rawToken: string): Promise<TokenOwner | null> {
   if (!SCIM_TOKEN_SHAPE.test(rawToken)) return null;
-  return (await cacheOf(ctx)).get(sha256Hex(rawToken));
+  if (!ctx.scimTokens) throw new Error('SCIM token lookup needs the sso capability');
+  return ctx.scimTokens.get(sha256Hex(rawToken));
 }

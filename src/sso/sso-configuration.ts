@@ -1,36 +1,9 @@
 // The employer's SSO configuration aggregate: stream tenant-<employerId>.sso-<employerId>. SAML settings
 // and the SCIM switch are a partial update; the SCIM bearer token is issued when SCIM is first enabled
 // or on rotation, revoked on rotation or when SCIM is disabled. Only the token's SHA-256 hash is kept.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-
-export type SsoSettings = {
-  samlEnabled: boolean;
-  samlMetadataUrl: string | null;
-  samlEntryPoint: string | null;
-  /** PEM certificates the IdP signs with; several during a key rollover. */
-  samlCertificates: string[];
-  samlIssuer: string | null;
-  samlNameIdFormat: string | null;
-  samlEmailAttribute: string | null;
-  samlFirstNameAttribute: string | null;
-  samlLastNameAttribute: string | null;
-  scimEnabled: boolean;
-};
-
-export type ScimTokenRecord = { tokenId: string; tokenHash: string; issuedAt: string };
-
-export type SsoConfigurationUpdated = DomainEvent<
-  'SsoConfigurationUpdated',
-  {
-    employerId: string;
-    /** Only the settings that changed. */
-    changes: Partial<SsoSettings>;
-    issuedScimToken: ScimTokenRecord | null;
-    revokedScimTokenId: string | null;
-  }
->;
-export type SsoConfigurationEvent = SsoConfigurationUpdated;
+import { DEFAULT_SSO_SETTINGS, type ScimTokenRecord, type SsoConfigurationEvent, type SsoSettings } from './events.ts';
 
 export type UpdateSsoConfiguration = {
   type: 'UpdateSsoConfiguration';
@@ -44,19 +17,6 @@ export type UpdateSsoConfiguration = {
 export type SsoConfigurationCommand = UpdateSsoConfiguration;
 
 export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null };
-
-export const DEFAULT_SSO_SETTINGS: SsoSettings = {
-  samlEnabled: false,
-  samlMetadataUrl: null,
-  samlEntryPoint: null,
-  samlCertificates: [],
-  samlIssuer: null,
-  samlNameIdFormat: null,
-  samlEmailAttribute: null,
-  samlFirstNameAttribute: null,
-  samlLastNameAttribute: null,
-  scimEnabled: false,
-};
 
 function changedSettings(before: SsoSettings, after: SsoSettings): Partial<SsoSettings> {
   return Object.fromEntries(

@@ -1,4 +1,4 @@
-import { tenantsProjection } from '../../projections/tenants.ts';
+import { tenantsProjection } from '../../projections/tenants/projection.ts';
 import type { Capability } from '../capability.ts';
 import { tenantAuditMappers } from './audit.ts';
 

@@ -2,28 +2,32 @@
 // same write (appendToStreams), so two employers can never hold the same address, on either event
 // store adapter, and a failed registration leaves no claim behind.
 import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../app-context.ts';
 import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import { userDecider, userStream, type UserProfile, type UserRegistered, type UserSource } from './user.ts';
+import type { UserProfile, UserRegistered, UserSource } from './events.ts';
+import { userDecider, userStream } from './user.ts';
 
 export function newEmployerId(): string {
   return `emp_${randomUUID().replaceAll('-', '')}`;
 }
 
-export async function createEmployer(deps: CommandDeps, input: { name: string; adminEmail: string; actor: CommandContext['actor'] }) {
+/** `context` names who acts; its tenantId is not read, since the employer's id is minted here. */
+export async function createEmployer(ctx: AppContext, context: CommandContext, input: { name: string; adminEmail: string }) {
   const employerId = newEmployerId();
-  const context: CommandContext = { tenantId: employerId, actor: input.actor };
+  const deps = ctx.commands;
+  const employerContext: CommandContext = { ...context, tenantId: employerId };
   await handleCommand(deps, {
     streamName: employerStream(employerId),
     decider: employerDecider,
     command: { type: 'CreateEmployer', employerId, name: input.name, now: new Date().toISOString() },
-    context,
+    context: employerContext,
     newStream: true,
   });
-  const admin = await registerUser(deps, context, {
+  const admin = await registerUser(deps, employerContext, {
     employerId,
     role: 'EMPLOYER_ADMIN',
     profile: { email: input.adminEmail, userName: input.adminEmail, givenName: null, familyName: null, displayName: null, externalId: null },

@@ -2,13 +2,10 @@
 // unique index of a read model (it lags, and is rebuilt), so each address has a reservation stream,
 // system.emailReservation-<sha256(address)>, claimed with optimistic concurrency in the same append
 // as the user's registration or e-mail change.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { systemStream } from '../event-store/port.ts';
 import { sha256Hex } from '../crypto/tokens.ts';
-
-export type EmailReserved = DomainEvent<'EmailReserved', { emailHash: string; employerId: string; userId: string }>;
-export type EmailReleased = DomainEvent<'EmailReleased', { emailHash: string; userId: string }>;
-export type EmailReservationEvent = EmailReserved | EmailReleased;
+import type { EmailReservationEvent } from './events.ts';
 
 export type EmailReservationCommand =
   | { type: 'ReserveEmail'; emailHash: string; employerId: string; userId: string }

@@ -1,9 +1,7 @@
 // The employer (tenant) aggregate: stream tenant-<employerId>.employer-<employerId>.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-
-export type EmployerCreated = DomainEvent<'EmployerCreated', { employerId: string; name: string; createdAt: string }>;
-export type EmployerEvent = EmployerCreated;
+import type { EmployerEvent } from './events.ts';
 
 export type CreateEmployer = { type: 'CreateEmployer'; employerId: string; name: string; now: string };
 export type EmployerCommand = CreateEmployer;

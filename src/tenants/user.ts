@@ -1,31 +1,9 @@
 // The user aggregate: stream tenant-<employerId>.user-<userId>. Users come from the CLI (the first
 // admin), SAML just-in-time provisioning and SCIM. Deactivation is soft: the record is kept.
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
-
-/** One SCIM e-mail of a user (RFC 7643 `emails`); `email` above is the one the user signs in with. */
-export type UserEmail = { value: string; type?: string; primary?: boolean };
-
-export type UserProfile = {
-  email: string;
-  userName: string;
-  givenName: string | null;
-  familyName: string | null;
-  displayName: string | null;
-  externalId: string | null;
-  /** Set by SCIM; absent for users from the CLI or SAML, who have their sign-in e-mail only. */
-  emails?: UserEmail[];
-};
-
-export type UserSource = 'cli' | 'saml' | 'scim';
-
-export type UserRegistered = DomainEvent<'UserRegistered', UserProfile & { userId: string; employerId: string; role: Role; active: boolean; source: UserSource }>;
-export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: string; changes: Partial<UserProfile> }>;
-/** `scimDeleted`: removed through SCIM DELETE, so SCIM answers 404 for it from now on. */
-export type UserDeactivated = DomainEvent<'UserDeactivated', { userId: string; scimDeleted: boolean }>;
-export type UserReactivated = DomainEvent<'UserReactivated', { userId: string }>;
-export type UserEvent = UserRegistered | UserProfileUpdated | UserDeactivated | UserReactivated;
+import type { UserEvent, UserProfile, UserSource } from './events.ts';
 
 export type UserCommand =
   | { type: 'RegisterUser'; userId: string; employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource }

@@ -3,15 +3,16 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { encryptSecret } from '../crypto/secret-box.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { findDeliveryStatus } from './queries.ts';
+import { findDeliveryStatus } from '../../projections/webhooks/queries.ts';
 import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
 import { generateSigningSecret } from './signing.ts';
-import { webhookDecider, webhookStream, type WebhookCommand, type WebhookSettings, type WebhookStatus } from './subscription.ts';
+import type { WebhookSettings, WebhookStatus } from './events.ts';
+import { webhookDecider, webhookStream, type WebhookCommand } from './subscription.ts';
 
 /** Who records delivery outcomes in the event history. */
 export const DELIVERY_WORKER_ACTOR = { type: 'system', id: 'webhook-delivery' } as const;
@@ -20,8 +21,8 @@ export function newWebhookId(): string {
   return `whk_${randomUUID().replaceAll('-', '')}`;
 }
 
-async function runWebhookCommand(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string, command: WebhookCommand) {
-  const result = await handleCommand(ctx.commands, { streamName: webhookStream(employerId, webhookId), decider: webhookDecider, command, context });
+async function runWebhookCommand(ctx: AppContext, context: CommandContext, webhookId: string, command: WebhookCommand) {
+  const result = await handleCommand(ctx.commands, { streamName: webhookStream(employerOf(context), webhookId), decider: webhookDecider, command, context });
   if (result.newEvents.some((event) => event.type === 'WebhookSubscriptionDeactivated' || event.type === 'WebhookSubscriptionDeleted')) {
     await cancelPendingDeliveries(ctx.db.slonik, webhookId);
   }
@@ -56,12 +57,12 @@ function sealSecret(ctx: AppContext, webhookId: string): { signingSecret: string
 }
 
 /** Returns the new id and the signing secret in clear (shown once, stored only sealed). */
-export async function createWebhook(ctx: AppContext, context: CommandContext, employerId: string, settings: WebhookSettings) {
+export async function createWebhook(ctx: AppContext, context: CommandContext, settings: WebhookSettings) {
   const webhookId = newWebhookId();
   const url = await checkedUrl(ctx, settings.url);
   const events = checkedEvents(settings.events);
   const { signingSecret, sealedSecret } = sealSecret(ctx, webhookId);
-  await runWebhookCommand(ctx, context, employerId, webhookId, {
+  await runWebhookCommand(ctx, context, webhookId, {
     type: 'CreateWebhook',
     webhookId,
     url,
@@ -77,50 +78,54 @@ export async function createWebhook(ctx: AppContext, context: CommandContext, em
 export async function updateWebhook(
   ctx: AppContext,
   context: CommandContext,
-  employerId: string,
-  webhookId: string,
-  request: Partial<WebhookSettings> & { status?: WebhookStatus },
+  input: Partial<WebhookSettings> & { webhookId: string; status?: WebhookStatus },
 ) {
-  const { status, ...changes } = request;
+  const { webhookId, status, ...changes } = input;
   if (changes.url !== undefined) changes.url = await checkedUrl(ctx, changes.url);
   if (changes.events !== undefined) changes.events = checkedEvents(changes.events);
-  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'UpdateWebhook', changes, ...(status ? { status } : {}) });
+  await runWebhookCommand(ctx, context, webhookId, { type: 'UpdateWebhook', changes, ...(status ? { status } : {}) });
 }
 
-export async function deleteWebhook(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string) {
-  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'DeleteWebhook' });
+export async function deleteWebhook(ctx: AppContext, context: CommandContext, input: { webhookId: string }) {
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'DeleteWebhook' });
 }
 
 /** The new secret in clear, shown once. Attempts from now on, retries included, are signed with it. */
-export async function rotateSigningSecret(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string): Promise<string> {
-  const { signingSecret, sealedSecret } = sealSecret(ctx, webhookId);
-  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RotateSigningSecret', sealedSecret });
+export async function rotateSigningSecret(ctx: AppContext, context: CommandContext, input: { webhookId: string }): Promise<string> {
+  const { signingSecret, sealedSecret } = sealSecret(ctx, input.webhookId);
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RotateSigningSecret', sealedSecret });
   return signingSecret;
 }
 
 /** A test.ping through the queue (fan-out, retries, delivery log), unlike the direct POST .../test. */
-export async function requestPing(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string) {
-  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RequestPing' });
+export async function requestPing(ctx: AppContext, context: CommandContext, input: { webhookId: string }) {
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RequestPing' });
 }
 
 /** Sends a finished delivery again, same delivery id, with a fresh series of retries. */
-export async function redeliver(ctx: AppContext, context: CommandContext, employerId: string, webhookId: string, deliveryId: string) {
-  const status = await findDeliveryStatus(ctx.db.slonik, employerId, webhookId, deliveryId);
+export async function redeliver(ctx: AppContext, context: CommandContext, input: { webhookId: string; deliveryId: string }) {
+  const { webhookId, deliveryId } = input;
+  const status = await findDeliveryStatus(ctx.db.slonik, employerOf(context), webhookId, deliveryId);
   if (status === null) throw notFound('Delivery');
   if (status === 'pending') throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is still pending; it will be attempted again on its own.');
-  await runWebhookCommand(ctx, context, employerId, webhookId, { type: 'RequestRedelivery', deliveryId });
+  await runWebhookCommand(ctx, context, webhookId, { type: 'RequestRedelivery', deliveryId });
   if (!(await requeueDelivery(ctx.db.slonik, deliveryId))) {
     throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is already pending again.');
   }
 }
 
+/** What the delivery worker records acts as the worker, caused by the delivery. */
+export function deliveryWorkerContext(delivery: { employerId: string; deliveryId: string }): CommandContext {
+  return { tenantId: delivery.employerId, actor: DELIVERY_WORKER_ACTOR, causationId: delivery.deliveryId };
+}
+
 /** Outcomes the delivery worker records on the subscription (failure count, auto-disable, 410 Gone). */
 export async function recordDeliveryOutcome(
   ctx: AppContext,
-  outcome: 'succeeded' | 'exhausted' | 'gone',
-  delivery: { employerId: string; webhookId: string; deliveryId: string },
+  context: CommandContext,
+  input: { outcome: 'succeeded' | 'exhausted' | 'gone'; webhookId: string; deliveryId: string },
 ) {
+  const { outcome, webhookId, deliveryId } = input;
   const type = outcome === 'succeeded' ? 'RecordDeliverySucceeded' : outcome === 'exhausted' ? 'RecordDeliveryExhausted' : 'RecordTargetGone';
-  const context: CommandContext = { tenantId: delivery.employerId, actor: DELIVERY_WORKER_ACTOR, causationId: delivery.deliveryId };
-  await runWebhookCommand(ctx, context, delivery.employerId, delivery.webhookId, { type, deliveryId: delivery.deliveryId });
+  await runWebhookCommand(ctx, context, webhookId, { type, deliveryId });
 }

@@ -3,6 +3,7 @@
 // delivery d": each attempt is claimed on the row first, so a stale or duplicate job does nothing.
 import { sql, type CommonQueryMethods, type DatabasePool, type ValueExpression } from 'slonik';
 import { z } from 'zod';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../../projections/webhooks/rows.ts';
 import type { WebhookAttemptResult } from './send.ts';
 
 export const DELIVER_TASK = 'webhook_deliver';
@@ -10,9 +11,6 @@ export const DELIVER_TASK = 'webhook_deliver';
 /** What a delivery job carries: which attempt (1-based, counted over the delivery's life) to make. */
 export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.number().int().positive() });
 export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
-
-export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /**
  * The job of one attempt. One job key per delivery (`webhook_delivery:<id>`), so the next attempt's

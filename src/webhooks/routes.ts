@@ -14,9 +14,9 @@ import { attemptDelivery } from './attempt.ts';
 import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecret, updateWebhook } from './commands.ts';
 import { recordTestDelivery } from './deliveries.ts';
 import { pingData, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from './queries.ts';
+import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from '../../projections/webhooks/queries.ts';
 import { MAX_ATTEMPTS } from './retry-schedule.ts';
-import type { WebhookRuntime } from './runtime.ts';
+import { webhookRuntimeOf } from './runtime.ts';
 import { DEFAULT_MAX_FAILURES } from './subscription.ts';
 
 const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
@@ -64,7 +64,7 @@ const testResult = z
   })
   .meta({ id: 'WebhookTestResult' });
 
-export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): RoutePlugin {
+export function webhookRoutes(): RoutePlugin {
   return async function webhookRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     defineRoute(fastify, ctx, {
       method: 'POST',
@@ -80,7 +80,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       idempotent: true,
       responses: { 201: { description: 'The subscription, with its signing secret', schema: createdWebhook } },
       handler: async ({ body, principal, request, reply }) => {
-        const { webhookId, signingSecret } = await createWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, {
+        const { webhookId, signingSecret } = await createWebhook(ctx, commandContextOf(principal, request.id), {
           url: body.url,
           events: body.events,
           description: body.description ?? null,
@@ -134,7 +134,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       body: patchBody,
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
-        await updateWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId, body);
+        await updateWebhook(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, ...body });
         return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
       },
     });
@@ -148,7 +148,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       params: webhookParams,
       responses: { 204: { description: 'Deleted' }, 404: { description: 'No such subscription' } },
       handler: async ({ params, principal, request, reply }) => {
-        await deleteWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
+        await deleteWebhook(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId });
         return reply.status(204).send();
       },
     });
@@ -178,7 +178,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
           data: pingData(params.webhookId),
         };
         const { requestedAt, result } = await attemptDelivery(
-          { dispatcher: runtimeOf(ctx).dispatcher, encryptionKey: ctx.encryptionKey },
+          { dispatcher: webhookRuntimeOf(ctx).dispatcher, encryptionKey: ctx.encryptionKey },
           { ...delivery, eventType: 'test.ping', url: target.url, sealedSecret: target.sealed_secret },
         );
         await recordTestDelivery(ctx.db.slonik, { ...delivery, requestedAt, result });
@@ -196,7 +196,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       params: webhookParams,
       responses: { 202: { description: 'Queued' }, 400: { description: 'WEBHOOK_INACTIVE' }, 404: { description: 'No such subscription' } },
       handler: async ({ params, principal, request, reply }) => {
-        await requestPing(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
+        await requestPing(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId });
         return reply.status(202).send();
       },
     });
@@ -214,7 +214,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
         404: { description: 'No such subscription' },
       },
       handler: async ({ params, principal, request, reply }) => {
-        const signingSecret = await rotateSigningSecret(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId);
+        const signingSecret = await rotateSigningSecret(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId });
         reply.header('cache-control', 'no-store');
         return { id: params.webhookId, signingSecret };
       },
@@ -257,7 +257,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
         409: { description: 'DELIVERY_PENDING: the delivery has not finished' },
       },
       handler: async ({ params, principal, request, reply }) => {
-        await redeliver(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId, params.deliveryId);
+        await redeliver(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, deliveryId: params.deliveryId });
         return reply.status(202).send();
       },
     });

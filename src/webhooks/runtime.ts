@@ -19,6 +19,12 @@ export type WebhookRuntime = {
   stop(): Promise<void>;
 };
 
+/** This service's runtime (set by the capability's setup, before routes and tasks run). */
+export function webhookRuntimeOf(ctx: AppContext): WebhookRuntime {
+  if (!ctx.webhookRuntime) throw new Error('webhooks capability used before its setup');
+  return ctx.webhookRuntime;
+}
+
 export function createWebhookRuntime(ctx: AppContext, options: { ca?: string | string[] }): WebhookRuntime {
   const dispatcher = createSafeDispatcher({
     allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,

@@ -2,55 +2,11 @@
 // subscription's whole history, failure counting included, so auto-disable is a business rule here
 // (not a side effect in the worker) and every change is audited. The signing secret travels only
 // sealed (src/crypto/secret-box.ts, with the webhook id as associated data).
-import { DomainError, type Decider, type DomainEvent } from '../event-store/decider.ts';
+import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
+import type { WebhookEvent, WebhookSettings, WebhookStatus } from './events.ts';
 
 export const DEFAULT_MAX_FAILURES = 10;
-
-export type WebhookStatus = 'active' | 'inactive';
-/** Why a subscription became inactive: by PATCH, by reaching maxFailures, or a 410 Gone answer. */
-export type DeactivationReason = 'manual' | 'failure_threshold' | 'gone';
-
-export type WebhookSettings = { url: string; events: string[]; description: string | null; maxFailures: number };
-
-export type WebhookSubscriptionCreated = DomainEvent<'WebhookSubscriptionCreated', WebhookSettings & { webhookId: string; sealedSecret: string; createdAt: string }>;
-export type WebhookSubscriptionUpdated = DomainEvent<'WebhookSubscriptionUpdated', { webhookId: string; changes: Partial<WebhookSettings> }>;
-export type WebhookSubscriptionDeactivated = DomainEvent<'WebhookSubscriptionDeactivated', { webhookId: string; reason: DeactivationReason; deliveryId: string | null }>;
-/** Re-activation also resets failureCount. */
-export type WebhookSubscriptionActivated = DomainEvent<'WebhookSubscriptionActivated', { webhookId: string }>;
-export type WebhookSubscriptionDeleted = DomainEvent<'WebhookSubscriptionDeleted', { webhookId: string }>;
-export type WebhookSigningSecretRotated = DomainEvent<'WebhookSigningSecretRotated', { webhookId: string; sealedSecret: string }>;
-/** A delivery's final attempt failed. */
-export type WebhookDeliveryExhausted = DomainEvent<'WebhookDeliveryExhausted', { webhookId: string; deliveryId: string; failureCount: number }>;
-/** A delivery succeeded after earlier exhausted ones. */
-export type WebhookFailureCountReset = DomainEvent<'WebhookFailureCountReset', { webhookId: string; deliveryId: string }>;
-export type WebhookPingRequested = DomainEvent<'WebhookPingRequested', { webhookId: string }>;
-export type WebhookRedeliveryRequested = DomainEvent<'WebhookRedeliveryRequested', { webhookId: string; deliveryId: string }>;
-
-export type WebhookEvent =
-  | WebhookSubscriptionCreated
-  | WebhookSubscriptionUpdated
-  | WebhookSubscriptionDeactivated
-  | WebhookSubscriptionActivated
-  | WebhookSubscriptionDeleted
-  | WebhookSigningSecretRotated
-  | WebhookDeliveryExhausted
-  | WebhookFailureCountReset
-  | WebhookPingRequested
-  | WebhookRedeliveryRequested;
-
-export const WEBHOOK_EVENT_NAMES = [
-  'WebhookSubscriptionCreated',
-  'WebhookSubscriptionUpdated',
-  'WebhookSubscriptionDeactivated',
-  'WebhookSubscriptionActivated',
-  'WebhookSubscriptionDeleted',
-  'WebhookSigningSecretRotated',
-  'WebhookDeliveryExhausted',
-  'WebhookFailureCountReset',
-  'WebhookPingRequested',
-  'WebhookRedeliveryRequested',
-] as const satisfies readonly WebhookEvent['type'][];
 
 export type WebhookCommand =
   | ({ type: 'CreateWebhook'; webhookId: string; sealedSecret: string; now: string } & WebhookSettings)

@@ -6,7 +6,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { attemptDelivery } from './attempt.ts';
-import { recordDeliveryOutcome } from './commands.ts';
+import { deliveryWorkerContext, recordDeliveryOutcome } from './commands.ts';
 import { cancelIfSubscriptionStopped, claimAttempt, DELIVER_TASK, deliverJobPayload, enqueueEventDeliveries, finishAttempt } from './deliveries.ts';
 import type { WebhookEventMappings } from './event-types.ts';
 import { retryDelayMs } from './retry-schedule.ts';
@@ -66,9 +66,9 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
       // recorded at most once per delivery, so if this process dies in between and the attempt runs
       // again, nothing is counted twice.
       const delivery = { employerId: claimed.employer_id, webhookId: claimed.webhook_id, deliveryId };
-      if (result.ok && claimed.failure_count > 0) await recordDeliveryOutcome(ctx, 'succeeded', delivery);
-      else if (result.gone) await recordDeliveryOutcome(ctx, 'gone', delivery);
-      else if (!result.ok && delayMs === null) await recordDeliveryOutcome(ctx, 'exhausted', delivery);
+      if (result.ok && claimed.failure_count > 0) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'succeeded', ...delivery });
+      else if (result.gone) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'gone', ...delivery });
+      else if (!result.ok && delayMs === null) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'exhausted', ...delivery });
 
       await finishAttempt(ctx.db.slonik, {
         deliveryId,

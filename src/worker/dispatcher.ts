@@ -2,7 +2,7 @@
 // is a projection, so the jobs are added in the same transaction that moves its checkpoint; the job key
 // `<consumer>:<eventId>` guards again should anything replay it.
 import { sql } from 'slonik';
-import type { Projection } from '../../projections/projection.ts';
+import type { Projection } from '../event-store/projection.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
 
 export type EventConsumer = {

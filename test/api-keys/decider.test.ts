@@ -1,5 +1,6 @@
 import { describe, it } from 'vitest';
-import { apiKeyDecider, type ApiKeyCreated } from '../../src/api-keys/api-key.ts';
+import { apiKeyDecider } from '../../src/api-keys/api-key.ts';
+import type { ApiKeyCreated } from '../../src/api-keys/events.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(apiKeyDecider);

@@ -1,6 +1,5 @@
 // A full key life cycle with every log line captured (at trace level): the raw key appears in none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiKeyPipelineOf } from '../../src/api-keys/pipeline.ts';
 import { createApiKey, keyHeaders, PROBE_SCOPE } from '../support/api-keys.ts';
 import type { TestService } from '../support/service.ts';
 import { startKeyService } from './key-service.ts';
@@ -34,7 +33,7 @@ describe('raw API keys never reach the logs', () => {
     await fetch(keyUrl, { method: 'DELETE', headers: service.sessionHeaders(tenant.cookie) });
     expect((await probe(keyHeaders(rawKey))).status).toBe(401);
     await fetch(`${service.url}/api/employer/api-keys`, { method: 'POST', headers: keyHeaders(rawKey) });
-    await apiKeyPipelineOf(service.ctx)!.flush();
+    await service.ctx.apiKeyPipeline!.flush();
     await service.stop();
 
     const log = lines.join('');

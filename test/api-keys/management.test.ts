@@ -167,13 +167,13 @@ describe('API key management', () => {
     const mine2 = await createApiKey(service, tenant, { scopes: ['webhook:manage'] });
     const other = await service.createTenant();
     const theirs = await createApiKey(service, other, { scopes: ['webhook:manage'] });
-    const revoked = await revokeKeysCreatedBy(service.ctx, tenant.employerId, tenant.adminUserId, { tenantId: tenant.employerId, actor: { type: 'scimToken', id: 'scim' } });
+    const revoked = await revokeKeysCreatedBy(service.ctx, { tenantId: tenant.employerId, actor: { type: 'scimToken', id: 'scim' } }, { userId: tenant.adminUserId });
     expect(revoked).toEqual(expect.arrayContaining([mine.id, mine2.id]));
     expect(revoked).not.toContain(theirs.id);
     const call = await fetch(`${service.url}/probe/scoped`, { headers: keyHeaders(mine.rawKey) });
     expect(await call.json()).toMatchObject({ code: 'API_KEY_REVOKED' });
     expect((await fetch(`${service.url}/probe/scoped`, { headers: keyHeaders(theirs.rawKey) })).status).toBe(200);
-    expect(await revokeKeysCreatedBy(service.ctx, tenant.employerId, tenant.adminUserId, { tenantId: tenant.employerId, actor: { type: 'scimToken', id: 'scim' } })).toEqual([]);
+    expect(await revokeKeysCreatedBy(service.ctx, { tenantId: tenant.employerId, actor: { type: 'scimToken', id: 'scim' } }, { userId: tenant.adminUserId })).toEqual([]);
   });
 
   it('documents the key routes and the order of checks in OpenAPI', async () => {

@@ -3,7 +3,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiKeyPipelineOf } from '../../src/api-keys/pipeline.ts';
 import { SCOPES } from '../../src/auth/principal.ts';
 import { createApiKey, keyHeaders, PROBE_SCOPE, type ApiKeyOptions } from '../support/api-keys.ts';
 import type { TestService } from '../support/service.ts';
@@ -117,7 +116,7 @@ describe('API-key request pipeline', () => {
       expect(response.status).toBe(403);
       expect(await response.json()).toMatchObject({ code: 'API_KEY_IP_NOT_ALLOWED' });
     }
-    await apiKeyPipelineOf(service.ctx)!.flush();
+    await service.ctx.apiKeyPipeline!.flush();
     const rows = await service.ctx.db.slonik.any(sql.type(z.object({ employer_id: z.string(), ip: z.string(), rejections: z.number() }))`
       SELECT employer_id, ip, rejections FROM api_key_ip_rejections WHERE key_id = ${id}`);
     expect(rows).toEqual([{ employer_id: tenant.employerId, ip: '127.0.0.1', rejections: 3 }]);
@@ -177,7 +176,7 @@ describe('API-key request pipeline', () => {
     const { rawKey, id } = await newKey();
     for (let call = 0; call < 4; call++) expect((await probe(keyHeaders(rawKey))).status).toBe(200);
     await probe(keyHeaders(rawKey, { 'x-api-version': 'v9' })); // refused: not counted
-    await apiKeyPipelineOf(service.ctx)!.flush();
+    await service.ctx.apiKeyPipeline!.flush();
     expect(await metadata(id)).toMatchObject({ requestCount: 4, lastUsedIp: '127.0.0.1', lastUsedAt: new Date(clock.now()).toISOString() });
   });
 
@@ -206,7 +205,7 @@ describe('API-key request pipeline', () => {
       expect(wrongFamily.status).toBe(403);
       expect(await wrongFamily.json()).toMatchObject({ code: 'API_KEY_IP_NOT_ALLOWED' });
       expect((await probe(keyHeaders(ipv4Range.rawKey), ipv6Url)).status).toBe(403);
-      await apiKeyPipelineOf(dualStack.ctx)!.flush();
+      await dualStack.ctx.apiKeyPipeline!.flush();
       expect(await metadata(ipv4Range.id)).toMatchObject({ lastUsedIp: '127.0.0.1' });
       expect(await metadata(ipv6Only.id)).toMatchObject({ lastUsedIp: '::1' });
     });

@@ -28,9 +28,9 @@ const lists = [
     order: 'newest first',
     async create(tenant: Tenant, index: number): Promise<string> {
       const now = index % 3 === 0 ? SHARED_INSTANT : SHARED_INSTANT + index;
-      const { keyId } = await createApiKey(service.ctx, context(tenant), tenant.employerId, {
-        name: `key ${index}`, scopes: ['cohort:read'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: null, createdBy: tenant.adminUserId,
-      }, now);
+      const { keyId } = await createApiKey(service.ctx, context(tenant), {
+        name: `key ${index}`, scopes: ['cohort:read'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: null, createdBy: tenant.adminUserId, now,
+      });
       return keyId;
     },
   },
@@ -40,7 +40,7 @@ const lists = [
     field: 'webhooks',
     order: 'oldest first',
     async create(tenant: Tenant, index: number): Promise<string> {
-      const { webhookId } = await createWebhook(service.ctx, context(tenant), tenant.employerId, {
+      const { webhookId } = await createWebhook(service.ctx, context(tenant), {
         url: `https://127.0.0.1:9/hook-${index}`, events: ['test.ping'], description: null, maxFailures: 10,
       });
       return webhookId;

@@ -23,7 +23,7 @@ describe('sign-in links and browser sessions', () => {
 
   it('sets the cookie HttpOnly and SameSite=Lax', async () => {
     const tenant = await service.createTenant();
-    const { signInUrl } = await issueSignInToken(service.ctx, { employerId: tenant.employerId, userId: tenant.adminUserId, via: 'cli', context: { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } } });
+    const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } }, { userId: tenant.adminUserId, via: 'cli' });
     const response = await fetch(signInUrl, { redirect: 'manual' });
     const setCookie = response.headers.getSetCookie().join('\n');
     expect(setCookie).toMatch(/ei_session=/);
@@ -34,7 +34,7 @@ describe('sign-in links and browser sessions', () => {
 
   it('accepts a sign-in token once only', async () => {
     const tenant = await service.createTenant();
-    const { signInUrl } = await issueSignInToken(service.ctx, { employerId: tenant.employerId, userId: tenant.adminUserId, via: 'cli', context: { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } } });
+    const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } }, { userId: tenant.adminUserId, via: 'cli' });
     expect((await fetch(signInUrl, { redirect: 'manual' })).status).toBe(302);
     const second = await fetch(signInUrl, { redirect: 'manual' });
     expect(second.status).toBe(401);

@@ -1,6 +1,7 @@
 // The group aggregate's rules, given / when / then, without a database.
 import { describe, it } from 'vitest';
-import { groupDecider, type GroupEvent } from '../../src/scim/group.ts';
+import type { GroupEvent } from '../../src/scim/events.ts';
+import { groupDecider } from '../../src/scim/group.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(groupDecider);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ssoConfigurationDecider, type SsoConfigurationUpdated, type UpdateSsoConfiguration } from '../../src/sso/sso-configuration.ts';
+import type { SsoConfigurationUpdated } from '../../src/sso/events.ts';
+import { ssoConfigurationDecider, type UpdateSsoConfiguration } from '../../src/sso/sso-configuration.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(ssoConfigurationDecider);

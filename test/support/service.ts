@@ -8,7 +8,7 @@ import { issueSignInToken } from '../../src/identity/commands.ts';
 import { startService, type Role, type Service } from '../../src/main.ts';
 import { createEmployer } from '../../src/tenants/commands.ts';
 import type { Capability } from '../../src/capability.ts';
-import type { Projection } from '../../projections/projection.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
 import type { DestinationStream } from 'pino';
 import { createTestDatabaseUri } from './database.ts';
 import { freePort } from './ports.ts';
@@ -54,7 +54,7 @@ export async function startTestService(options: {
   const url = service.url ? config.PUBLIC_BASE_URL : '';
 
   const signIn = async (employerId: string, userId: string) => {
-    const { signInUrl } = await issueSignInToken(service.ctx, { employerId, userId, via: 'cli', context: { tenantId: employerId, actor: { type: 'system', id: 'test' } } });
+    const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: employerId, actor: { type: 'system', id: 'test' } }, { userId, via: 'cli' });
     const response = await fetch(signInUrl, { redirect: 'manual' });
     if (response.status !== 302) throw new Error(`sign-in failed: ${response.status} ${await response.text()}`);
     const cookie = response.headers.getSetCookie().find((header) => header.startsWith('ei_session='));
@@ -70,10 +70,9 @@ export async function startTestService(options: {
     async createTenant(input = {}) {
       tenantCounter += 1;
       const suffix = `${process.pid}-${tenantCounter}-${Math.random().toString(36).slice(2, 8)}`;
-      const { employerId, adminUserId } = await createEmployer(service.ctx.commands, {
+      const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: { type: 'system', id: 'test' } }, {
         name: input.name ?? `Tenant ${suffix}`,
         adminEmail: input.adminEmail ?? `admin-${suffix}@example.test`,
-        actor: { type: 'system', id: 'test' },
       });
       return { employerId, adminUserId, cookie: await signIn(employerId, adminUserId) };
     },

@@ -8,7 +8,8 @@ import { DomainError } from '../../src/event-store/decider.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { deleteUser, registerUser, updateUserProfile } from '../../src/tenants/commands.ts';
 import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
-import { userStream, type UserProfile } from '../../src/tenants/user.ts';
+import type { UserProfile } from '../../src/tenants/events.ts';
+import { userStream } from '../../src/tenants/user.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 describe('user registration and e-mail changes', () => {

@@ -1,7 +1,8 @@
 // The subscription's business rules, given / when / then, without a database.
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs, MAX_ATTEMPTS } from '../../src/webhooks/retry-schedule.ts';
-import { webhookDecider, type WebhookEvent } from '../../src/webhooks/subscription.ts';
+import type { WebhookEvent } from '../../src/webhooks/events.ts';
+import { webhookDecider } from '../../src/webhooks/subscription.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(webhookDecider);

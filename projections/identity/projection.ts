@@ -1,8 +1,7 @@
 // Read models `signin_tokens` and `sessions`: what the sign-in exchange and every cookie check read.
 import { sql } from 'slonik';
-import type { SessionEvent } from '../src/identity/session.ts';
-import type { SignInTokenEvent } from '../src/identity/signin-token.ts';
-import type { Projection } from './projection.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
+import type { SessionEvent, SignInTokenEvent } from '../../src/identity/events.ts';
 
 export const identityProjection: Projection = {
   name: 'identity',

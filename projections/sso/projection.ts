@@ -1,9 +1,11 @@
 // Read model `sso_configurations`: each employer's SSO settings and the hash of its current SCIM token,
 // read by GET /api/employer/sso, the SAML routes and SCIM authentication.
 import { sql } from 'slonik';
-import type { SsoConfigurationEvent, SsoSettings } from '../src/sso/sso-configuration.ts';
-import { SCIM_TOKENS_CHANGED_CHANNEL } from '../src/sso/scim-token.ts';
-import type { Projection } from './projection.ts';
+import type { SsoConfigurationEvent, SsoSettings } from '../../src/sso/events.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
+
+/** Every SSO configuration change clears the SCIM token caches of all processes (src/sso/scim-token.ts). */
+export const SCIM_TOKENS_CHANGED_CHANNEL = 'scim_tokens_changed';
 
 export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   samlEnabled: 'saml_enabled',

@@ -1,42 +1,12 @@
-// SCIM reads on the read models `users` (tenants projection) and `groups`/`group_members`
-// (projections/scim-groups.ts), and the SCIM representation of their rows. Every query is scoped to
-// one employer; filters become SQL through filter.ts, so Postgres (and its indexes) does the matching.
+// SCIM's reads of the read models `users` (projections/tenants/) and `groups`/`group_members`
+// (projections/scim-groups/projection.ts). Every query is scoped to one employer; a SCIM filter arrives
+// already translated to SQL (src/scim/filter.ts, on the aliases `u` and `g` used here), so Postgres
+// (and its indexes) does the matching.
 import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
-import { SCIM_MAX_RESULTS } from './discovery.ts';
-import { scimFilterToSql, type ScimAttributeMap } from './filter.ts';
 
-/** Filterable user attributes (lower-case SCIM paths) and the `users` columns behind them. */
-export const USER_FILTER_ATTRIBUTES: ScimAttributeMap = {
-  id: { column: 'u.id', type: 'string', caseExact: true },
-  username: { column: 'u.user_name', type: 'string' },
-  externalid: { column: 'u.external_id', type: 'string', caseExact: true },
-  displayname: { column: 'u.display_name', type: 'string' },
-  active: { column: 'u.active', type: 'boolean' },
-  'name.givenname': { column: 'u.given_name', type: 'string' },
-  'name.familyname': { column: 'u.family_name', type: 'string' },
-  'emails.value': { column: sql.fragment`ARRAY(SELECT e->>'value' FROM jsonb_array_elements(u.emails) AS e)`, type: 'string', multiValued: true },
-  'emails[type eq "work"].value': { column: 'u.work_email', type: 'string' },
-  'meta.created': { column: 'u.created_at', type: 'datetime' },
-  'meta.lastmodified': { column: 'u.updated_at', type: 'datetime' },
-};
-
-export const GROUP_FILTER_ATTRIBUTES: ScimAttributeMap = {
-  id: { column: 'g.id', type: 'string', caseExact: true },
-  displayname: { column: 'g.display_name', type: 'string' },
-  externalid: { column: 'g.external_id', type: 'string', caseExact: true },
-  'members.value': {
-    column: sql.fragment`ARRAY(SELECT m.user_id FROM group_members m WHERE m.group_id = g.id)`,
-    type: 'string',
-    caseExact: true,
-    multiValued: true,
-  },
-  'meta.created': { column: 'g.created_at', type: 'datetime' },
-  'meta.lastmodified': { column: 'g.updated_at', type: 'datetime' },
-};
-
-export type ListQuery = { filter?: string | undefined; startIndex: number; count: number };
+/** `filter`: the SCIM filter as SQL on the query's alias; `count`: at most this many rows. */
+export type ListQuery = { filter: FragmentSqlToken | null; startIndex: number; count: number };
 export type Page<T> = { totalResults: number; startIndex: number; rows: T[] };
 
 const emailSchema = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
@@ -74,7 +44,6 @@ export async function listScimUsers(pool: DatabasePool, employerId: string, quer
     from: sql.fragment`users u`,
     scope: visibleUsers(employerId),
     order: sql.fragment`u.created_at, u.id`,
-    filter: query.filter === undefined ? null : scimFilterToSql(query.filter, USER_FILTER_ATTRIBUTES),
     query,
   });
 }
@@ -119,7 +88,6 @@ export async function listScimGroups(pool: DatabasePool, employerId: string, que
     from: sql.fragment`groups g`,
     scope: sql.fragment`g.employer_id = ${employerId}`,
     order: sql.fragment`g.created_at, g.id`,
-    filter: query.filter === undefined ? null : scimFilterToSql(query.filter, GROUP_FILTER_ATTRIBUTES),
     query,
   });
 }
@@ -147,11 +115,11 @@ export async function groupMembers(pool: DatabasePool, employerId: string, group
  */
 async function listPage<T extends z.ZodObject>(
   pool: DatabasePool,
-  spec: { rowSchema: T; columns: FragmentSqlToken; from: FragmentSqlToken; scope: FragmentSqlToken; order: FragmentSqlToken; filter: FragmentSqlToken | null; query: ListQuery },
+  spec: { rowSchema: T; columns: FragmentSqlToken; from: FragmentSqlToken; scope: FragmentSqlToken; order: FragmentSqlToken; query: ListQuery },
 ): Promise<Page<z.infer<T>>> {
-  const where = spec.filter ? sql.fragment`${spec.scope} AND ${spec.filter}` : spec.scope;
+  const where = spec.query.filter ? sql.fragment`${spec.scope} AND ${spec.query.filter}` : spec.scope;
   const startIndex = Math.max(1, spec.query.startIndex);
-  const count = Math.min(Math.max(0, spec.query.count), SCIM_MAX_RESULTS);
+  const count = Math.max(0, spec.query.count);
   const rows = count === 0 ? [] : await pool.any(sql.type(spec.rowSchema.extend({ total_results: z.coerce.number() }))`
     SELECT ${spec.columns}, count(*) OVER () AS total_results FROM ${spec.from} WHERE ${where}
     ORDER BY ${spec.order} OFFSET ${startIndex - 1} LIMIT ${count}`);
@@ -165,55 +133,4 @@ async function listPage<T extends z.ZodObject>(
         : await pool.oneFirst(sql.type(z.object({ total: z.coerce.number() }))`SELECT count(*) AS total FROM ${spec.from} WHERE ${where}`),
   );
   return { totalResults, startIndex, rows: rows.map(({ total_results: _total, ...row }) => row as z.infer<T>) };
-}
-
-/** The version of a row as its weak ETag (meta.version and the ETag header). */
-export function etagOf(version: number): string {
-  return `W/"${version}"`;
-}
-
-export function scimUserDoc(row: ScimUserRow): ScimUserDoc {
-  const name = withoutNulls({ givenName: row.given_name, familyName: row.family_name });
-  return withoutNulls({
-    userName: row.user_name,
-    externalId: row.external_id,
-    active: row.active,
-    displayName: row.display_name,
-    name: Object.keys(name).length > 0 ? name : null,
-    emails: row.emails,
-  }) as ScimUserDoc;
-}
-
-export function scimUserResource(row: ScimUserRow, baseUrl: string) {
-  return {
-    schemas: [SCIM_USER_SCHEMA],
-    id: row.id,
-    ...scimUserDoc(row),
-    meta: meta('User', row, `${baseUrl}/Users/${row.id}`),
-  };
-}
-
-export function scimGroupDoc(row: ScimGroupRow, members: readonly ScimGroupMemberRow[]): ScimGroupDoc {
-  return withoutNulls({ displayName: row.display_name, externalId: row.external_id, members: members.map((member) => ({ value: member.user_id })) }) as ScimGroupDoc;
-}
-
-export function scimGroupResource(row: ScimGroupRow, members: readonly ScimGroupMemberRow[] | null, baseUrl: string) {
-  return {
-    schemas: [SCIM_GROUP_SCHEMA],
-    id: row.id,
-    displayName: row.display_name,
-    ...(row.external_id === null ? {} : { externalId: row.external_id }),
-    ...(members === null
-      ? {}
-      : { members: members.map((member) => ({ value: member.user_id, $ref: `${baseUrl}/Users/${member.user_id}`, display: member.display })) }),
-    meta: meta('Group', row, `${baseUrl}/Groups/${row.id}`),
-  };
-}
-
-function meta(resourceType: 'User' | 'Group', row: { version: number; created_at: string; updated_at: string }, location: string) {
-  return { resourceType, created: row.created_at, lastModified: row.updated_at, location, version: etagOf(row.version) };
-}
-
-function withoutNulls<T extends Record<string, unknown>>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== null && entry !== undefined)) as Partial<T>;
 }

@@ -2,9 +2,9 @@
 // of another employer answers like an id that does not exist.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { notFound } from '../http/errors.ts';
-import { pageOf, pageQuery, type Keyset } from '../http/page.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus } from './deliveries.ts';
+import { notFound } from '../../src/http/errors.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './rows.ts';
+import { pageOf, pageQuery, type Keyset } from '../../src/http/page.ts';
 
 export const webhookSubscription = z
   .object({

@@ -1,9 +1,8 @@
 // Reads of the SSO read model and of the users a SAML login resolves.
-import { sql } from 'slonik';
+import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import { notFound } from '../http/errors.ts';
-import { DEFAULT_SSO_SETTINGS, type SsoSettings } from './sso-configuration.ts';
+import { notFound } from '../../src/http/errors.ts';
+import { DEFAULT_SSO_SETTINGS, type SsoSettings } from '../../src/sso/events.ts';
 
 export type SsoConfigurationView = {
   settings: SsoSettings;
@@ -29,14 +28,14 @@ const configurationRow = z.object({
 });
 
 /** The employer's SSO configuration (defaults when never saved); 404 when the employer does not exist. */
-export async function getSsoConfiguration(ctx: AppContext, employerId: string): Promise<SsoConfigurationView> {
-  const row = await ctx.db.slonik.maybeOne(sql.type(configurationRow)`
+export async function getSsoConfiguration(pool: DatabasePool, employerId: string): Promise<SsoConfigurationView> {
+  const row = await pool.maybeOne(sql.type(configurationRow)`
     SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
            c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.scim_enabled,
            c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at
     FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
   if (!row) {
-    if (!(await employerExists(ctx, employerId))) throw notFound(`Employer ${employerId}`);
+    if (!(await employerExists(pool, employerId))) throw notFound(`Employer ${employerId}`);
     return { settings: DEFAULT_SSO_SETTINGS, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null };
   }
   return {
@@ -58,6 +57,15 @@ export async function getSsoConfiguration(ctx: AppContext, employerId: string): 
   };
 }
 
-async function employerExists(ctx: AppContext, employerId: string): Promise<boolean> {
-  return ctx.db.slonik.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
+async function employerExists(pool: DatabasePool, employerId: string): Promise<boolean> {
+  return pool.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
+}
+
+const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
+
+/** The employer whose current SCIM token hashes to `tokenHash`, while SCIM is enabled; null otherwise. */
+export async function findScimTokenOwner(pool: DatabasePool, tokenHash: string) {
+  return pool.maybeOne(sql.type(tokenOwner)`
+    SELECT employer_id, scim_token_id FROM sso_configurations
+    WHERE scim_token_hash = ${tokenHash} AND scim_enabled AND scim_token_id IS NOT NULL`);
 }

@@ -1,9 +1,9 @@
 // Read models `employers` and `users`.
 import { sql, type DatabaseTransactionConnection } from 'slonik';
-import type { RecordedEvent } from '../src/event-store/port.ts';
-import type { EmployerCreated } from '../src/tenants/employer.ts';
-import type { UserEmail, UserEvent, UserRegistered } from '../src/tenants/user.ts';
-import { runsOfSameType, type Projection } from './projection.ts';
+import type { RecordedEvent } from '../../src/event-store/port.ts';
+import { runsOfSameType, type Projection } from '../../src/event-store/projection.ts';
+import type { EmployerCreated, UserEmail, UserEvent, UserRegistered } from '../../src/tenants/events.ts';
+import { registeredUserRow, scimEmails, workEmail } from './rows.ts';
 
 export const tenantsProjection: Projection = {
   name: 'tenants',
@@ -28,19 +28,6 @@ async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedE
   await tx.query(sql.unsafe`
     INSERT INTO employers (id, name, created_at)
     SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
-}
-
-/**
- * The `users` row a registration makes. SCIM answers a POST with it too, rather than reading back what
- * the projection has just written.
- */
-export function registeredUserRow(d: UserRegistered['data'], recorded: { occurredAt: string; revision: bigint }) {
-  return {
-    id: d.userId, employer_id: d.employerId, email: d.email, role: d.role, user_name: d.userName, given_name: d.givenName,
-    family_name: d.familyName, display_name: d.displayName, external_id: d.externalId, active: d.active, source: d.source,
-    version: Number(recorded.revision), created_at: recorded.occurredAt, updated_at: recorded.occurredAt,
-    emails: scimEmails(d.emails, d.email), work_email: workEmail(d.emails, d.email),
-  };
 }
 
 async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
@@ -86,15 +73,6 @@ async function applyUserChange(tx: DatabaseTransactionConnection, recorded: Reco
         UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
       break;
   }
-}
-
-/** The SCIM e-mail list kept for a user: what SCIM sent, else the sign-in e-mail as the work address. */
-function scimEmails(emails: UserEmail[] | undefined, email: string): UserEmail[] {
-  return emails && emails.length > 0 ? emails : [{ value: email, type: 'work', primary: true }];
-}
-
-function workEmail(emails: UserEmail[] | undefined, email: string): string | null {
-  return scimEmails(emails, email).find((entry) => entry.type?.toLowerCase() === 'work')?.value ?? null;
 }
 
 function emailListAssignments(emails: UserEmail[] | undefined, email: string | undefined) {

@@ -1,7 +1,7 @@
 // Read models `groups` and `group_members` of the SCIM group aggregate (src/scim/group.ts).
 import { sql } from 'slonik';
-import type { GroupEvent } from '../src/scim/group.ts';
-import type { Projection } from './projection.ts';
+import type { GroupEvent } from '../../src/scim/events.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
 
 export const scimGroupsProjection: Projection = {
   name: 'scim-groups',

@@ -3,9 +3,9 @@
 // suspended, else active.
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { SCOPES } from '../auth/principal.ts';
-import { notFound } from '../http/errors.ts';
-import { pageOf, type Keyset } from '../http/page.ts';
+import { SCOPES } from '../../src/auth/principal.ts';
+import { notFound } from '../../src/http/errors.ts';
+import { pageOf, type Keyset } from '../../src/http/page.ts';
 
 export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as const;
 
@@ -102,4 +102,24 @@ export async function getApiKey(pool: DatabasePool, employerId: string, keyId: s
 export async function activeKeyIdsCreatedBy(pool: DatabasePool, employerId: string, userId: string): Promise<readonly string[]> {
   return pool.anyFirst(sql.type(z.object({ id: z.string() }))`
     SELECT id FROM api_keys WHERE employer_id = ${employerId} AND created_by = ${userId} AND revoked_at IS NULL ORDER BY created_at`);
+}
+
+const keyRow = z.object({
+  id: z.string(),
+  employer_id: z.string(),
+  key_hash: z.string(),
+  scopes: z.array(z.string()),
+  allowed_ip_cidrs: z.array(z.string()),
+  expires_at: z.string().nullable(),
+  suspended: z.boolean(),
+  revoked_at: z.string().nullable(),
+  created_by: z.string(),
+  rate_limit_per_minute: z.number().nullable(),
+});
+
+/** What the request pipeline checks of the key whose hash is `keyHash` (the key cache's loader). */
+export async function findKeyByHash(pool: DatabasePool, keyHash: string) {
+  return pool.maybeOne(sql.type(keyRow)`
+    SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
+    FROM api_keys WHERE key_hash = ${keyHash}`);
 }

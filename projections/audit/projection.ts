@@ -1,7 +1,7 @@
 // Read model `audit_log`: one row per auditable event, written in one statement per batch.
 import { sql } from 'slonik';
-import type { AuditMappers } from '../src/audit/audit-entry.ts';
-import type { Projection } from './projection.ts';
+import type { AuditMappers } from './audit-entry.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
 
 export function auditProjection(mappers: AuditMappers): Projection {
   return {

@@ -1,7 +1,7 @@
 // What a projection is: a named function from events to read-model writes, applied in batches inside
 // the transaction that also moves its checkpoint, so a crash never applies an event twice or loses one.
 import type { DatabaseTransactionConnection } from 'slonik';
-import type { RecordedEvent } from '../src/event-store/port.ts';
+import type { RecordedEvent } from './port.ts';
 
 export type Projection = {
   name: string;

@@ -1,8 +1,8 @@
 // Read model `webhook_subscriptions`: what the routes list and what fan-out and delivery check
 // (status, url, sealed secret) before every attempt.
 import { sql } from 'slonik';
-import { WEBHOOK_EVENT_NAMES, type WebhookEvent } from '../src/webhooks/subscription.ts';
-import type { Projection } from './projection.ts';
+import { WEBHOOK_EVENT_NAMES, type WebhookEvent } from '../../src/webhooks/events.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
 
 export const webhooksProjection: Projection = {
   name: 'webhooks',

@@ -2,9 +2,11 @@
 // change also sends NOTIFY api_key_changed (payload: the key's hash) from this transaction, so every
 // process drops its cached copy when, and only when, the new state is committed and readable.
 import { sql, type DatabaseTransactionConnection } from 'slonik';
-import type { ApiKeyEvent } from '../src/api-keys/api-key.ts';
-import { API_KEY_CHANGED_CHANNEL } from '../src/api-keys/key-cache.ts';
-import type { Projection } from './projection.ts';
+import type { ApiKeyEvent } from '../../src/api-keys/events.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
+
+/** Payload: the changed key's hash. The per-process key cache (src/api-keys/key-cache.ts) listens to it. */
+export const API_KEY_CHANGED_CHANNEL = 'api_key_changed';
 
 export const apiKeysProjection: Projection = {
   name: 'api-keys',

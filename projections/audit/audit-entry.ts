@@ -1,6 +1,6 @@
 // Audit records are derived from events: each capability says which of its events are auditable and
 // how they read (action names of SPEC section 5.5). The audit projection writes them to audit_log.
-import type { RecordedEvent } from '../event-store/port.ts';
+import type { RecordedEvent } from '../../src/event-store/port.ts';
 
 export type AuditEntry = { action: string; targetType: string; targetId: string; details?: Record<string, unknown> };
 

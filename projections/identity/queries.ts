@@ -1,0 +1,50 @@
+// Reads of the identity read model (`signin_tokens`, `sessions`, joined with `users`): the sign-in
+// exchange, every cookie check, and the sessions a deactivation ends.
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { ROLES } from '../../src/auth/principal.ts';
+import { notFound } from '../../src/http/errors.ts';
+
+const row = z.object({ email: z.string(), expires_at: z.string() });
+
+export async function findActiveSessionById(pool: DatabasePool, employerId: string, sessionId: string) {
+  const found = await pool.maybeOne(sql.type(row)`
+    SELECT u.email, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+    WHERE s.employer_id = ${employerId} AND s.session_id = ${sessionId}`);
+  if (!found) throw notFound('Session');
+  return found;
+}
+
+const tokenRow = z.object({ token_id: z.string(), employer_id: z.string(), user_id: z.string(), user_active: z.boolean() });
+
+/** The sign-in token whose hash is `tokenHash`, with whether its user is active; null when unknown. */
+export async function findSignInToken(pool: DatabasePool, tokenHash: string) {
+  return pool.maybeOne(sql.type(tokenRow)`
+    SELECT t.token_id, t.employer_id, t.user_id, u.active AS user_active
+    FROM signin_tokens t JOIN users u ON u.id = t.user_id AND u.employer_id = t.employer_id
+    WHERE t.token_hash = ${tokenHash}`);
+}
+
+/** Ids of a user's sessions that have not ended. */
+export async function openSessionIds(pool: DatabasePool, employerId: string, userId: string): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ session_id: z.string() }))`
+    SELECT session_id FROM sessions WHERE employer_id = ${employerId} AND user_id = ${userId} AND ended_at IS NULL`);
+}
+
+const sessionRow = z.object({
+  session_id: z.string(),
+  employer_id: z.string(),
+  user_id: z.string(),
+  role: z.enum(ROLES),
+  email: z.string(),
+  expires_at: z.string(),
+});
+export type ActiveSession = z.infer<typeof sessionRow>;
+
+/** The live session whose secret hashes to `sessionHash`, or null (unknown, ended, expired, or user deactivated). */
+export async function findActiveSession(pool: DatabasePool, sessionHash: string): Promise<ActiveSession | null> {
+  return pool.maybeOne(sql.type(sessionRow)`
+    SELECT s.session_id, s.employer_id, s.user_id, u.role, u.email, s.expires_at
+    FROM sessions s JOIN users u ON u.id = s.user_id AND u.employer_id = s.employer_id
+    WHERE s.session_hash = ${sessionHash} AND s.ended_at IS NULL AND s.expires_at > now() AND u.active`);
+}

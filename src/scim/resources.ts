@@ -1,0 +1,86 @@
+// The SCIM representation of the read-model rows SCIM reads (projections/scim-groups/queries.ts), and
+// the SCIM attribute paths a filter may name, mapped to the columns of those queries (aliases `u`, `g`).
+import { sql } from 'slonik';
+import type { ScimGroupMemberRow, ScimGroupRow, ScimUserRow } from '../../projections/scim-groups/queries.ts';
+import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
+import type { ScimAttributeMap } from './filter.ts';
+
+/** Filterable user attributes (lower-case SCIM paths) and the `users` columns behind them. */
+export const USER_FILTER_ATTRIBUTES: ScimAttributeMap = {
+  id: { column: 'u.id', type: 'string', caseExact: true },
+  username: { column: 'u.user_name', type: 'string' },
+  externalid: { column: 'u.external_id', type: 'string', caseExact: true },
+  displayname: { column: 'u.display_name', type: 'string' },
+  active: { column: 'u.active', type: 'boolean' },
+  'name.givenname': { column: 'u.given_name', type: 'string' },
+  'name.familyname': { column: 'u.family_name', type: 'string' },
+  'emails.value': { column: sql.fragment`ARRAY(SELECT e->>'value' FROM jsonb_array_elements(u.emails) AS e)`, type: 'string', multiValued: true },
+  'emails[type eq "work"].value': { column: 'u.work_email', type: 'string' },
+  'meta.created': { column: 'u.created_at', type: 'datetime' },
+  'meta.lastmodified': { column: 'u.updated_at', type: 'datetime' },
+};
+
+export const GROUP_FILTER_ATTRIBUTES: ScimAttributeMap = {
+  id: { column: 'g.id', type: 'string', caseExact: true },
+  displayname: { column: 'g.display_name', type: 'string' },
+  externalid: { column: 'g.external_id', type: 'string', caseExact: true },
+  'members.value': {
+    column: sql.fragment`ARRAY(SELECT m.user_id FROM group_members m WHERE m.group_id = g.id)`,
+    type: 'string',
+    caseExact: true,
+    multiValued: true,
+  },
+  'meta.created': { column: 'g.created_at', type: 'datetime' },
+  'meta.lastmodified': { column: 'g.updated_at', type: 'datetime' },
+};
+
+/** The version of a row as its weak ETag (meta.version and the ETag header). */
+export function etagOf(version: number): string {
+  return `W/"${version}"`;
+}
+
+export function scimUserDoc(row: ScimUserRow): ScimUserDoc {
+  const name = withoutNulls({ givenName: row.given_name, familyName: row.family_name });
+  return withoutNulls({
+    userName: row.user_name,
+    externalId: row.external_id,
+    active: row.active,
+    displayName: row.display_name,
+    name: Object.keys(name).length > 0 ? name : null,
+    emails: row.emails,
+  }) as ScimUserDoc;
+}
+
+export function scimUserResource(row: ScimUserRow, baseUrl: string) {
+  return {
+    schemas: [SCIM_USER_SCHEMA],
+    id: row.id,
+    ...scimUserDoc(row),
+    meta: meta('User', row, `${baseUrl}/Users/${row.id}`),
+  };
+}
+
+export function scimGroupDoc(row: ScimGroupRow, members: readonly ScimGroupMemberRow[]): ScimGroupDoc {
+  return withoutNulls({ displayName: row.display_name, externalId: row.external_id, members: members.map((member) => ({ value: member.user_id })) }) as ScimGroupDoc;
+}
+
+export function scimGroupResource(row: ScimGroupRow, members: readonly ScimGroupMemberRow[] | null, baseUrl: string) {
+  return {
+    schemas: [SCIM_GROUP_SCHEMA],
+    id: row.id,
+    displayName: row.display_name,
+    ...(row.external_id === null ? {} : { externalId: row.external_id }),
+    ...(members === null
+      ? {}
+      : { members: members.map((member) => ({ value: member.user_id, $ref: `${baseUrl}/Users/${member.user_id}`, display: member.display })) }),
+    meta: meta('Group', row, `${baseUrl}/Groups/${row.id}`),
+  };
+}
+
+function meta(resourceType: 'User' | 'Group', row: { version: number; created_at: string; updated_at: string }, location: string) {
+  return { resourceType, created: row.created_at, lastModified: row.updated_at, location, version: etagOf(row.version) };
+}
+
+function withoutNulls<T extends Record<string, unknown>>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== null && entry !== undefined)) as Partial<T>;
+}
