@@ -27,6 +27,8 @@ const BATCH_ATTEMPTS = 3;
 /** ...pausing 100 ms, then 500 ms: long enough for a deadlock or a failover blip, short beside read-your-writes' wait. */
 const RETRY_BASE_MS = 100;
 const RETRY_GROWTH = 5;
+/** How often a position passed without a transaction is stored all the same (see the runner). */
+const PASSED_STORE_MS = 10_000;
 /** Parked events retried per transaction (each holds the projection's checkpoint lock). */
 const RETRY_CHUNK = 100;
 
@@ -56,6 +58,18 @@ async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, p
       WHERE name = ${name}
       RETURNING name)
     SELECT pg_notify(${CHECKPOINT_CHANNEL}, ${`${name} ${formatPosition(position)}`}) FROM saved WHERE ${notifyPeers}`);
+}
+
+/**
+ * Stores a position the runner passed without applying anything (every event up to it was applied
+ * or is of no interest to the projection): only forward, never below another runner's checkpoint.
+ */
+async function storePassedPosition(pool: DatabasePool, name: string, position: Position) {
+  await pool.query(sql.unsafe`
+    INSERT INTO projection_checkpoints AS c (name, position_commit, position_prepare)
+    VALUES (${name}, ${position.commit.toString()}::bigint, ${position.prepare.toString()}::bigint)
+    ON CONFLICT (name) DO UPDATE SET position_commit = EXCLUDED.position_commit, position_prepare = EXCLUDED.position_prepare, updated_at = now()
+    WHERE (c.position_commit, c.position_prepare) < (EXCLUDED.position_commit, EXCLUDED.position_prepare)`);
 }
 
 /**
@@ -236,17 +250,25 @@ export async function startProjectionRunner(deps: {
   const announcePassed = createPassedAnnouncer(deps.pool, notifications);
   for (const projection of deps.projections) {
     const after = await readCheckpoint(deps.pool, projection.name);
+    let storedAt = performance.now();
     subscriptions.push(
       deps.eventStore.subscribeToAll({ after, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
         const end = batch[batch.length - 1]!.position;
         // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
         // the next relevant batch (after a restart the skipped events are read and skipped again), and
-        // commands waiting for this projection learn the new position from the announcement alone.
+        // commands waiting for this projection learn the new position from the announcement alone. It
+        // is stored anyway every PASSED_STORE_MS, so that operators' counts of pending events (status,
+        // readiness) start from a recent position instead of scanning what was skipped since.
         if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
           await announcePassed(projection.name, end);
+          if (performance.now() - storedAt >= PASSED_STORE_MS) {
+            storedAt = performance.now();
+            await storePassedPosition(deps.pool, projection.name, end);
+          }
           return;
         }
         await applyRetryingThenParking(deps, projection, batch, notifications.peersListening());
+        storedAt = performance.now();
         // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
         // runner got further already, the stored checkpoint is past `end` too.)
         notifications.publishLocally(CHECKPOINT_CHANNEL, `${projection.name} ${formatPosition(end)}`);
