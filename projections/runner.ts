@@ -289,17 +289,18 @@ async function applyRetryingThenParking(
   batch: RecordedEvent[],
   notifyPeers: boolean,
 ): Promise<void> {
+  const report = (parked: SetAside[]) => {
+    for (const setAside of parked) deps.onParked?.(projection.name, setAside);
+  };
   for (let attempt = 1; attempt <= BATCH_ATTEMPTS; attempt++) {
     try {
-      await applyBatch(deps.pool, projection, batch, notifyPeers);
-      return;
+      return report((await applyBatchWith(deps.pool, projection, batch, { notifyPeers, failedAttempts: null })).parked);
     } catch (error) {
       deps.onError(projection.name, error);
       if (attempt < BATCH_ATTEMPTS) await pause(RETRY_BASE_MS * RETRY_GROWTH ** (attempt - 1));
     }
   }
-  const { parked } = await applyBatchParkingFailures(deps.pool, projection, batch, { failedAttempts: BATCH_ATTEMPTS, notifyPeers });
-  for (const setAside of parked) deps.onParked?.(projection.name, setAside);
+  report((await applyBatchParkingFailures(deps.pool, projection, batch, { failedAttempts: BATCH_ATTEMPTS, notifyPeers })).parked);
 }
 
 /**
