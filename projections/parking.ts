@@ -8,7 +8,7 @@ import type { Position, RecordedEvent } from '../src/event-store/port.ts';
 /** An event the runner set aside: `error` says why it failed, or `behind` names the parked event of its stream it waits behind. */
 export type SetAside = { event: RecordedEvent; error: string; behind: string | null };
 
-export const parkedEventRow = z.object({
+const parkedEventRow = z.object({
   projection: z.string(),
   event_id: z.string(),
   position_commit: z.string(),

@@ -3,7 +3,7 @@
 // read-model tables, always in Postgres.
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
+import { START, formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
 import { parkedCounts } from './parking.ts';
 import type { Projection } from './projection.ts';
 
@@ -40,7 +40,7 @@ export async function projectionStatuses(deps: { pool: DatabasePool; eventStore:
   const known = await Promise.all(
     deps.projections.map(async (projection): Promise<ProjectionStatus> => {
       const checkpoint = checkpoints.get(projection.name);
-      const pending = await deps.eventStore.countEventsAfter(checkpoint?.position ?? { commit: 0n, prepare: 0n }, { types: projection.eventTypes, limit: deps.countLimit });
+      const pending = await deps.eventStore.countEventsAfter(checkpoint?.position ?? START, { types: projection.eventTypes, limit: deps.countLimit });
       return {
         projection: projection.name,
         position: checkpoint ? formatPosition(checkpoint.position) : null,
