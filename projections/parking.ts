@@ -29,11 +29,13 @@ const MAX_ERROR_LENGTH = 2000;
 /** The error as an operator reads it: the message, the SQLSTATE and Postgres's own message when a driver wrapped it. */
 export function describeError(error: unknown): string {
   const parts: string[] = [];
-  for (let cause: unknown = error; cause !== undefined && cause !== null; cause = (cause as { cause?: unknown }).cause) {
+  // A few causes deep at most: a chain may loop.
+  let cause: unknown = error;
+  for (let depth = 0; depth < 4 && cause !== undefined && cause !== null; depth++) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const code = (cause as { code?: unknown }).code;
     if (!parts.includes(message)) parts.push(typeof code === 'string' ? `${message} [${code}]` : message);
-    if (!(cause instanceof Error)) break;
+    cause = cause instanceof Error ? cause.cause : undefined;
   }
   return parts.join(': ').slice(0, MAX_ERROR_LENGTH);
 }

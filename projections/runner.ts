@@ -177,7 +177,9 @@ export async function applyReplayParkingFailures(
 const TRANSIENT_SQLSTATE = /^(08|40|53|57P)/;
 
 function isTransient(error: unknown): boolean {
-  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+  let cause: unknown = error;
+  // A few causes deep at most: a chain may loop.
+  for (let depth = 0; depth < 4 && cause instanceof Error; depth++, cause = cause.cause) {
     if (cause instanceof ConnectionError || cause instanceof BackendTerminatedError) return true;
     const code = (cause as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSIENT_SQLSTATE.test(code)) return true;
