@@ -71,10 +71,16 @@ export async function park(db: CommonQueryMethods, projection: string, setAside:
     ON CONFLICT (projection, event_id) DO NOTHING`);
 }
 
-/** A rebuild's verdict replaces what the live runner had parked: the rebuilt model is the one in use. */
-export async function replaceParked(db: CommonQueryMethods, projection: string, setAside: SetAside[]): Promise<void> {
+/**
+ * A rebuild parks under a name of its own, in the transaction of each batch it writes (so a rebuild
+ * that resumes finds them, and `waitingStreams` of that name); at the swap its verdict replaces what
+ * the live runner had parked, since the rebuilt model is the one in use from then on.
+ */
+export const rebuildParkingName = (projection: string) => `${projection}#rebuild`;
+
+export async function promoteRebuildParked(db: CommonQueryMethods, projection: string): Promise<void> {
   await db.query(sql.unsafe`DELETE FROM projection_parked_events WHERE projection = ${projection}`);
-  if (setAside.length > 0) await park(db, projection, setAside, 1);
+  await db.query(sql.unsafe`UPDATE projection_parked_events SET projection = ${projection} WHERE projection = ${rebuildParkingName(projection)}`);
 }
 
 const selectParked = sql.fragment`

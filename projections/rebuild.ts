@@ -5,7 +5,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { START, comparePositions, type EventStore, type Position } from '../src/event-store/port.ts';
 import type { Database } from '../src/db/pools.ts';
-import { replaceParked, type SetAside } from './parking.ts';
+import { park, promoteRebuildParked, rebuildParkingName } from './parking.ts';
 import type { Projection } from './projection.ts';
 import { applyReplayParkingFailures } from './runner.ts';
 
@@ -58,8 +58,9 @@ export async function rebuildProjection(deps: {
   let applied = 0;
   let read = 0;
   // An event the projection cannot apply is parked, as in the live runner, not fatal to the rebuild.
+  await pool.query(sql.unsafe`DELETE FROM projection_parked_events WHERE projection = ${rebuildParkingName(projection.name)}`);
   const waiting = new Map<string, string>();
-  const parked: SetAside[] = [];
+  let parked = 0;
   const applyInto = async (tx: Parameters<Parameters<DatabasePool['transaction']>[0]>[0], after: Position) => {
     let count = 0;
     await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
@@ -74,7 +75,8 @@ export async function rebuildProjection(deps: {
       next.catch(() => {}); // awaited on the next turn; an apply failure must not leave it unhandled
       const relevant = batch.filter((event) => projection.eventTypes.includes(event.type));
       const result = relevant.length > 0 ? await applyReplayParkingFailures(tx, projection, relevant, waiting) : { applied: 0, setAside: [] };
-      parked.push(...result.setAside);
+      if (result.setAside.length > 0) await park(tx, rebuildParkingName(projection.name), result.setAside, 1);
+      parked += result.setAside.length;
       position = after;
       count += result.applied;
       applied += result.applied;
@@ -104,7 +106,7 @@ export async function rebuildProjection(deps: {
       await tx.query(sql.unsafe`ALTER TABLE ${sql.identifier([schema, table])} SET SCHEMA public`);
     }
     await tx.query(sql.unsafe`DROP SCHEMA ${sql.identifier([schema])}`);
-    await replaceParked(tx, projection.name, parked);
+    await promoteRebuildParked(tx, projection.name);
     await tx.query(sql.unsafe`
       UPDATE projection_checkpoints
       -- Nothing visible to the live runner is beyond this: the final catch-up read under its lock.
@@ -112,5 +114,5 @@ export async function rebuildProjection(deps: {
           events_applied = ${applied}, updated_at = now(), rebuilt_at = now()
       WHERE name = ${projection.name}`);
   });
-  return { eventsApplied: applied, parked: parked.length, position };
+  return { eventsApplied: applied, parked, position };
 }
