@@ -6,20 +6,23 @@ import { z } from 'zod';
 import { START, comparePositions, type EventStore, type Position } from '../src/event-store/port.ts';
 import type { Database } from '../src/db/pools.ts';
 import type { Projection } from '../src/event-store/projection.ts';
+import { park, promoteRebuildParked, rebuildParkingName } from './parking.ts';
+import { applyReplayParkingFailures } from './runner.ts';
 
 const REBUILD_BATCH = 10_000;
 
 const constraintRow = z.object({ name: z.string(), definition: z.string() });
 const indexRow = z.object({ definition: z.string(), unique: z.boolean() });
 
-export type RebuildProgress = (progress: { applied: number; position: Position }) => void;
+/** `read`: events read so far, of every type (what a progress bar counts). */
+export type RebuildProgress = (progress: { applied: number; read: number; position: Position }) => void;
 
 export async function rebuildProjection(deps: {
   db: Database;
   eventStore: EventStore;
   projection: Projection;
   onProgress?: RebuildProgress;
-}): Promise<{ eventsApplied: number; position: Position }> {
+}): Promise<{ eventsApplied: number; parked: number; position: Position }> {
   const { db, eventStore, projection } = deps;
   const pool = db.slonik;
   // DDL that Postgres itself wrote (pg_get_indexdef, pg_get_constraintdef) around our own schema and
@@ -53,6 +56,11 @@ export async function rebuildProjection(deps: {
 
   let position: Position = START;
   let applied = 0;
+  let read = 0;
+  // An event the projection cannot apply is parked, as in the live runner, not fatal to the rebuild.
+  await pool.query(sql.unsafe`DELETE FROM projection_parked_events WHERE projection = ${rebuildParkingName(projection.name)}`);
+  const waiting = new Map<string, string>();
+  let parked = 0;
   const applyInto = async (tx: Parameters<Parameters<DatabasePool['transaction']>[0]>[0], after: Position) => {
     let count = 0;
     await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
@@ -66,11 +74,14 @@ export async function rebuildProjection(deps: {
       next = full ? eventStore.readAll({ after, maxCount: REBUILD_BATCH }) : Promise.resolve([]);
       next.catch(() => {}); // awaited on the next turn; an apply failure must not leave it unhandled
       const relevant = batch.filter((event) => projection.eventTypes.includes(event.type));
-      if (relevant.length > 0) await projection.apply(tx, relevant);
+      const result = relevant.length > 0 ? await applyReplayParkingFailures(tx, projection, relevant, waiting) : { applied: 0, setAside: [] };
+      if (result.setAside.length > 0) await park(tx, rebuildParkingName(projection.name), result.setAside, 1);
+      parked += result.setAside.length;
       position = after;
-      count += relevant.length;
-      applied += relevant.length;
-      deps.onProgress?.({ applied, position });
+      count += result.applied;
+      applied += result.applied;
+      read += batch.length;
+      deps.onProgress?.({ applied, read, position });
       if (!full) return count;
     }
   };
@@ -95,6 +106,7 @@ export async function rebuildProjection(deps: {
       await tx.query(sql.unsafe`ALTER TABLE ${sql.identifier([schema, table])} SET SCHEMA public`);
     }
     await tx.query(sql.unsafe`DROP SCHEMA ${sql.identifier([schema])}`);
+    await promoteRebuildParked(tx, projection.name);
     await tx.query(sql.unsafe`
       UPDATE projection_checkpoints
       -- Nothing visible to the live runner is beyond this: the final catch-up read under its lock.
@@ -102,5 +114,5 @@ export async function rebuildProjection(deps: {
           events_applied = ${applied}, updated_at = now(), rebuilt_at = now()
       WHERE name = ${projection.name}`);
   });
-  return { eventsApplied: applied, position };
+  return { eventsApplied: applied, parked, position };
 }

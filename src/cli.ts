@@ -2,10 +2,11 @@
 // others are operator and auditor tools that run against the same database.
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { sql } from 'slonik';
 import { z } from 'zod';
-import { readCheckpoint } from '../projections/runner.ts';
+import { listParked } from '../projections/parking.ts';
+import { retryParkedEvents } from '../projections/runner.ts';
 import { rebuildProjection } from '../projections/rebuild.ts';
+import { projectionStatuses } from '../projections/status.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
@@ -19,7 +20,8 @@ const USAGE = `Usage: npm run cli -- <command>
   migrate                                    apply database migrations
   tenants create --name <name> --admin-email <email> [--json]
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
-  projections status                          each projection's position and lag
+  projections status [--json]                 each projection's position, lag and parked events
+  projections retry <name>                    apply that projection's parked events again (after a fix)
   projections rebuild [<name>]                rebuild one projection (or all) from the first event
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
 
@@ -59,7 +61,8 @@ async function main(argv: string[]) {
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
-    if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service);
+    if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
+    if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
@@ -114,24 +117,51 @@ async function signInLink(service: Service, email: string | undefined, json: boo
   console.log(`${link.signInUrl}\n(valid until ${link.expiresAt})`);
 }
 
-async function projectionsStatus(service: Service) {
-  const pool = service.ctx.db.slonik;
-  const rows = [];
-  for (const projection of service.projections) {
-    const position = await readCheckpoint(pool, projection.name);
-    const lag = await pool.oneFirst(sql.type(z.object({ lag: z.number() }))`
-      SELECT count(*)::int AS lag FROM events
-      WHERE (transaction_id, global_position) > (${position.commit.toString()}::xid8, ${position.prepare.toString()}::bigint)
-        AND type = ANY(${sql.array([...projection.eventTypes], 'text')})`);
-    rows.push({ projection: projection.name, position: formatPosition(position), pendingEvents: lag, rebuildable: projection.rebuildable !== false });
+/** Status counts pending events up to this (a count costs what scanning, or on KurrentDB reading, them costs). */
+const STATUS_COUNT_LIMIT = 1_000_000;
+/** Parked events listed under the status table; the rest are counted. */
+const STATUS_PARKED_SHOWN = 50;
+
+async function projectionsStatus(service: Service, json: boolean) {
+  const { slonik: pool } = service.ctx.db;
+  const [head, projections, parked] = await Promise.all([
+    service.ctx.eventStore.headPosition(),
+    projectionStatuses({ pool, eventStore: service.ctx.eventStore, projections: service.projections, countLimit: STATUS_COUNT_LIMIT }),
+    listParked(pool, { limit: STATUS_PARKED_SHOWN }),
+  ]);
+  if (json) return void console.log(JSON.stringify({ head: formatPosition(head), projections, parked }));
+  console.log(`Newest event: ${formatPosition(head)}`);
+  console.table(
+    projections.map(({ projection, position, pendingEvents, parkedEvents, rebuildable }) => ({
+      projection,
+      position: position ?? '-',
+      pendingEvents: pendingEvents === null ? '?' : pendingEvents >= STATUS_COUNT_LIMIT ? `${STATUS_COUNT_LIMIT}+` : pendingEvents,
+      parkedEvents,
+      rebuildable: rebuildable ?? '?',
+    })),
+  );
+  if (parked.length === 0) return;
+  console.log('Parked events (apply them again with: npm run cli -- projections retry <projection>):');
+  console.table(parked.map((row) => ({ projection: row.projection, eventId: row.event_id, tenant: row.tenant_id, type: row.event_type, attempts: row.attempts, parkedAt: row.parked_at, error: row.error.slice(0, 120) })));
+}
+
+async function projectionsRetry(service: Service, name: string | undefined) {
+  const projection = service.projections.find((candidate) => candidate.name === name);
+  if (!projection) throw new UsageError(`projections retry needs the name of a projection${name ? `; there is none named ${name}` : ''}. See: npm run cli -- projections status`);
+  const { applied, stillParked } = await retryParkedEvents({ pool: service.ctx.db.slonik, eventStore: service.ctx.eventStore, projection });
+  console.log(`${projection.name}: ${applied} parked event(s) applied, ${stillParked} still parked.`);
+  if (stillParked === 0) return;
+  for (const row of await listParked(service.ctx.db.slonik, { projection: projection.name, limit: STATUS_PARKED_SHOWN })) {
+    console.log(`  ${row.event_id} ${row.event_type} tenant ${row.tenant_id ?? '-'} (${row.attempts} attempts): ${row.error}`);
   }
-  console.table(rows);
+  // Scripts can tell that something is still parked.
+  process.exitCode = 1;
 }
 
 async function projectionsRebuild(service: Service, name: string | undefined) {
   const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
   if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
-  const total = await service.ctx.db.slonik.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM events`);
+  const total = await service.ctx.eventStore.countEventsAfter(START);
   for (const projection of targets) {
     const progress = createProgress(`rebuild ${projection.name}`, total);
     let read = 0;
@@ -140,11 +170,11 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
       db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
-      onProgress: ({ position }) => progress.update((read = Math.min(total, Number(position.prepare)))),
+      onProgress: (done) => progress.update((read = Math.min(total, done.read))),
     });
     progress.stop();
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
   }
 }
 

@@ -4,11 +4,10 @@ import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyInstance } from 'fastify';
 import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { auditProjection } from '../projections/audit/projection.ts';
 import type { Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
+import { projectionReadiness } from '../projections/status.ts';
 import type { AppContext } from './app-context.ts';
 import { capabilities as defaultCapabilities } from './capabilities.ts';
 import type { Capability } from './capability.ts';
@@ -126,6 +125,11 @@ export async function startService(options: {
       notifications,
       projections,
       onError: (name, error) => logger.error({ err: error, projection: name }, 'projection batch failed; retrying'),
+      onParked: (name, { event, error, behind }) =>
+        logger[behind ? 'warn' : 'error'](
+          { projection: name, eventId: event.eventId, eventType: event.type, tenantId: event.metadata.tenantId, error },
+          'projection parked an event; see npm run cli -- projections status',
+        ),
     });
   }
 
@@ -141,7 +145,7 @@ export async function startService(options: {
     server = await buildServer(
       ctx,
       capabilities.flatMap((capability) => capability.routes ?? []),
-      { projectionsStalled: () => stalledProjections(ctx, projections) },
+      { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
   }
@@ -165,19 +169,4 @@ export async function startService(options: {
         await embedded?.stop();
       })()),
   };
-}
-
-/** Projections with events of their types waiting that have not moved for a minute. */
-async function stalledProjections(ctx: AppContext, projections: Projection[]): Promise<string[]> {
-  const waiting = await ctx.db.slonik.anyFirst(sql.type(z.object({ name: z.string() }))`
-    SELECT c.name FROM projection_checkpoints c
-    JOIN jsonb_each(${sql.jsonb(Object.fromEntries(projections.map((projection) => [projection.name, projection.eventTypes])))}) AS p(name, types)
-      ON p.name = c.name
-    WHERE c.updated_at < now() - interval '60 seconds'
-      AND EXISTS (
-        SELECT 1 FROM events e
-        WHERE (e.transaction_id, e.global_position) > (c.position_commit::text::xid8, c.position_prepare)
-          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          AND e.type IN (SELECT jsonb_array_elements_text(p.types)))`);
-  return [...waiting];
 }

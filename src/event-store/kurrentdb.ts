@@ -12,6 +12,7 @@ import {
   NO_STREAM,
   StreamNotFoundError,
   WrongExpectedVersionError,
+  eventTypeFilter,
   jsonEvent,
   streamNameFilter,
   type AllStreamResolvedEvent,
@@ -185,6 +186,28 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
       };
     },
 
+    async headPosition() {
+      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: filterFor(undefined) })) {
+        if (resolved.event?.position) return resolved.event.position;
+      }
+      return START;
+    },
+
+    // KurrentDB keeps no count: the events are read (filtered on the server) and counted here, so the
+    // cost grows with the count, up to `limit`.
+    async countEventsAfter(after, { types, limit = Number.MAX_SAFE_INTEGER } = {}) {
+      if (types?.length === 0 || limit <= 0) return 0;
+      const filter = types ? eventTypeFilter({ regex: `^(?:${types.map(escapeRegex).join('|')})$` }) : filterFor(undefined);
+      let count = 0;
+      // Inclusive from `after`, as in readAll: one extra event covers the one at `after`.
+      for await (const resolved of client.readAll({ fromPosition: after, maxCount: limit + 1, filter })) {
+        const event = resolved.event;
+        if (!event?.position || comparePositions(event.position, after) <= 0 || event.streamId.startsWith('$')) continue;
+        if (++count === limit) break;
+      }
+      return count;
+    },
+
     async close() {
       await client.dispose();
     },
@@ -202,6 +225,8 @@ function toStreamState(expected: ExpectedRevision): StreamState {
 function filterFor(tenantId: string | undefined): Filter {
   return tenantId ? streamNameFilter({ prefixes: [`tenant-${tenantId}.`] }) : streamNameFilter({ regex: '^[^$]' });
 }
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function toRecordedEvent(event: KurrentRecordedEvent): RecordedEvent {
   if (!event.isJson) throw new Error(`Event ${event.id} in ${event.streamId} is not JSON`);

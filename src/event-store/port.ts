@@ -83,6 +83,18 @@ export interface EventStore {
     options: { after?: Position; tenantId?: string; onError?: (error: unknown) => void },
     onEvents: (events: RecordedEvent[]) => Promise<void>,
   ): Subscription;
+  /**
+   * Operator figures (readiness, `projections status`, rebuild progress), never a command's path. The
+   * position of the newest event (START when there is none).
+   */
+  headPosition(): Promise<Position>;
+  /**
+   * How many events lie strictly after `after` (only those of `types`, when given), counting at most
+   * `limit`: exact up to it on both adapters. Postgres counts index entries; KurrentDB has no count,
+   * so it reads the events (filtered on the server), which costs what reading them costs: keep
+   * `limit` small where it is asked often.
+   */
+  countEventsAfter(after: Position, options?: { types?: readonly string[]; limit?: number }): Promise<number>;
   close(): Promise<void>;
 }
 

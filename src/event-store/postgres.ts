@@ -333,6 +333,27 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       };
     },
 
+    // Both count every committed event, including those still beyond the read horizon: to an operator
+    // they are waiting all the same.
+    async headPosition() {
+      const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(
+        'SELECT transaction_id::text, global_position::text FROM events ORDER BY transaction_id DESC, global_position DESC LIMIT 1',
+      );
+      return rows[0] ? { commit: BigInt(rows[0].transaction_id), prepare: BigInt(rows[0].global_position) } : START;
+    },
+
+    async countEventsAfter(after, { types, limit } = {}) {
+      if (types?.length === 0) return 0;
+      const { rows } = await pool.query<{ count: number }>({
+        text: `SELECT count(*)::int AS count FROM (
+                 SELECT 1 FROM events
+                 WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) ${types ? 'AND type = ANY($4::text[])' : ''}
+                 LIMIT $3) AS counted`,
+        values: [after.commit.toString(), after.prepare.toString(), limit ?? null, ...(types ? [types] : [])],
+      });
+      return rows[0]!.count;
+    },
+
     async close() {
       if (listeningForOthers) (await listeningForOthers)();
     },

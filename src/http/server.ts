@@ -8,6 +8,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { sql } from 'slonik';
+import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
 import { defaultErrorShape, sendServiceError, toServiceError } from './errors.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
@@ -16,7 +17,7 @@ export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
 
 export const API_VERSION_INFO = { title: 'employer-integrations', version: '2026-02-01' };
 
-export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projectionsStalled: () => Promise<string[]> }): Promise<FastifyInstance> {
+export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
   const fastify = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     trustProxy: resolveTrustProxy(ctx.config.TRUST_PROXY),
@@ -49,8 +50,11 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     } catch {
       return reply.status(503).send({ status: 'unavailable', database: 'unreachable' });
     }
-    const stalled = await health.projectionsStalled();
-    if (stalled.length > 0) return reply.status(503).send({ status: 'degraded', database: 'ok', stalledProjections: stalled });
+    const { stalled, lag, parked } = await health.projections();
+    if (stalled.length > 0) return reply.status(503).send({ status: 'degraded', database: 'ok', stalledProjections: stalled, lag, parkedEvents: parked });
+    // Parked events are one tenant's problem, not this instance's: it stays in rotation (200), and
+    // monitoring reads `degraded` (every instance would answer the same, so 503 would take them all out).
+    if (Object.keys(parked).length > 0) return { status: 'degraded', database: 'ok', stalledProjections: [], lag, parkedEvents: parked };
     return { status: 'ok', database: 'ok' };
   });
 

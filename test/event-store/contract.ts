@@ -198,6 +198,33 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       expect(await store.readStream(tenant.stream('a'))).toHaveLength(2);
     });
 
+    describe('operator figures', () => {
+      it('reports the newest event as the head position', async () => {
+        const tenant = newTenant();
+        await tenant.append('a', [1], 'no_stream');
+        const last = await tenant.append('b', [2, 3], 'no_stream');
+        // Cases run one at a time, so nothing else has been written since.
+        expect(await store.headPosition()).toEqual(last.position);
+      });
+
+      it('counts the events after a position, of some types, up to a limit', async () => {
+        const tenant = newTenant();
+        const before = await store.headPosition();
+        // Types of this case alone: the count cannot meet another case's events.
+        const [counted, other] = [`Counted${randomUUID().slice(0, 8)}`, `Other${randomUUID().slice(0, 8)}`];
+        await store.appendToStream(tenant.stream('a'), [1, 2, 3].map((n) => ({ type: counted, data: { n } })), { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+        const last = await store.appendToStream(tenant.stream('b'), [4, 5].map((n) => ({ type: other, data: { n } })), { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+
+        expect(await store.countEventsAfter(before)).toBe(5);
+        expect(await store.countEventsAfter(before, { types: [counted] })).toBe(3);
+        expect(await store.countEventsAfter(before, { types: [counted, other] })).toBe(5);
+        expect(await store.countEventsAfter(before, { types: [] })).toBe(0);
+        expect(await store.countEventsAfter(before, { limit: 2 })).toBe(2);
+        expect(await store.countEventsAfter(before, { types: [other], limit: 10 })).toBe(2);
+        expect(await store.countEventsAfter(last.position)).toBe(0);
+      });
+    });
+
     describe('appendToStreams', () => {
       const counted = (...ns: number[]) => ns.map((n) => ({ type: 'Counted', data: { n } }));
 
