@@ -8,7 +8,7 @@ import { runsOfSameType, type Projection } from './projection.ts';
 export const tenantsProjection: Projection = {
   name: 'tenants',
   tables: ['employers', 'users'],
-  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated'],
+  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
   awaitedByCommands: true,
   async apply(tx, events) {
     // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
@@ -85,11 +85,15 @@ async function applyUserChange(tx: DatabaseTransactionConnection, recorded: Reco
       await tx.query(sql.unsafe`
         UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
       break;
+    case 'UserApiKeyCreated':
+      // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
+      await tx.query(sql.unsafe`UPDATE users SET version = ${recorded.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);
+      break;
   }
 }
 
 /** The SCIM e-mail list kept for a user: what SCIM sent, else the sign-in e-mail as the work address. */
-function scimEmails(emails: UserEmail[] | undefined, email: string): UserEmail[] {
+export function scimEmails(emails: UserEmail[] | undefined, email: string): UserEmail[] {
   return emails && emails.length > 0 ? emails : [{ value: email, type: 'work', primary: true }];
 }
 

@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import type { Scope } from '../auth/principal.ts';
-import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { handleCommand, handleCommands, type CommandContext } from '../event-store/command-handler.ts';
+import { userDecider, userStream } from '../tenants/user.ts';
 import { apiKeyDecider, apiKeyStream, type ApiKeyCommand, type RevokeReason } from './api-key.ts';
 import { apiKeyPipelineOf } from './pipeline.ts';
-import { activeKeyIdsCreatedBy } from './queries.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
 
 export type NewApiKey = {
@@ -23,18 +23,24 @@ export function newApiKeyId(): string {
   return `key_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** Creates a key and returns its raw value: the only time it exists outside the caller's hands. */
+/**
+ * Creates a key and returns its raw value: the only time it exists outside the caller's hands. The
+ * creator's stream records the key in the same append (refused once the creator is deactivated), so
+ * deactivating the creator revokes it however recent it is.
+ */
 export async function createApiKey(ctx: AppContext, context: CommandContext, employerId: string, input: NewApiKey, now: number) {
   const keyId = newApiKeyId();
   const rawKey = generateRawKey();
-  await runApiKeyCommand(ctx, context, employerId, keyId, {
-    type: 'CreateApiKey',
-    keyId,
-    keyHash: hashRawKey(rawKey),
-    keyPrefix: displayPrefixOf(rawKey),
-    ...input,
-    now: new Date(now).toISOString(),
-  });
+  await handleCommands(ctx.commands, [
+    { streamName: userStream(employerId, input.createdBy), decider: userDecider, command: { type: 'RecordApiKey', keyId } as const, context },
+    {
+      streamName: apiKeyStream(employerId, keyId),
+      decider: apiKeyDecider,
+      command: { type: 'CreateApiKey', keyId, keyHash: hashRawKey(rawKey), keyPrefix: displayPrefixOf(rawKey), ...input, now: new Date(now).toISOString() } as const,
+      context,
+      newStream: true,
+    },
+  ]);
   return { keyId, rawKey };
 }
 
@@ -48,16 +54,6 @@ export async function changeApiKey(ctx: AppContext, context: CommandContext, emp
   if (changes.status !== undefined) {
     await runApiKeyCommand(ctx, context, employerId, keyId, { type: changes.status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
   }
-}
-
-/**
- * Revokes every key `userId` created that is not revoked yet (SCIM deactivation or deletion of the
- * user calls this). Returns the ids of the keys it revoked.
- */
-export async function revokeKeysCreatedBy(ctx: AppContext, employerId: string, userId: string, context: CommandContext): Promise<string[]> {
-  const keyIds = await activeKeyIdsCreatedBy(ctx.db.slonik, employerId, userId);
-  for (const keyId of keyIds) await revokeApiKey(ctx, context, employerId, keyId, 'creator_deactivated', Date.now());
-  return [...keyIds];
 }
 
 async function runApiKeyCommand(ctx: AppContext, context: CommandContext, employerId: string, keyId: string, command: ApiKeyCommand) {

@@ -26,6 +26,8 @@ export type CachedKey = {
   expiresAtMs: number | null;
   suspended: boolean;
   revoked: boolean;
+  /** False once the user who created the key is deactivated: the key is refused as revoked. */
+  creatorActive: boolean;
   createdBy: string;
   rateLimitPerMinute: number | null;
 };
@@ -39,6 +41,7 @@ const keyRow = z.object({
   expires_at: z.string().nullable(),
   suspended: z.boolean(),
   revoked_at: z.string().nullable(),
+  creator_active: z.boolean(),
   created_by: z.string(),
   rate_limit_per_minute: z.number().nullable(),
 });
@@ -59,7 +62,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
     clock: deps.clock,
     load: async (keyHash) => {
       const row = await deps.pool.maybeOne(sql.type(keyRow)`
-        SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
+        SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, creator_active, created_by, rate_limit_per_minute
         FROM api_keys WHERE key_hash = ${keyHash}`);
       // The index lookup found the row by hash; the comparison that accepts it is constant-time.
       if (!row || !hashesEqual(row.key_hash, keyHash)) return null;
@@ -72,6 +75,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
         expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
         suspended: row.suspended,
         revoked: row.revoked_at !== null,
+        creatorActive: row.creator_active,
         createdBy: row.created_by,
         rateLimitPerMinute: row.rate_limit_per_minute,
       };

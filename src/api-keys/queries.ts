@@ -83,9 +83,3 @@ export async function getApiKey(pool: DatabasePool, employerId: string, keyId: s
   if (!row) throw notFound('API key');
   return toMetadata(row, now);
 }
-
-/** Ids of the keys a user created that are not revoked yet. */
-export async function activeKeyIdsCreatedBy(pool: DatabasePool, employerId: string, userId: string): Promise<readonly string[]> {
-  return pool.anyFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM api_keys WHERE employer_id = ${employerId} AND created_by = ${userId} AND revoked_at IS NULL ORDER BY created_at`);
-}

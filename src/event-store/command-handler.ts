@@ -3,7 +3,7 @@
 // append it waits until the read models have caught up, so the caller's next query sees its write.
 // `handleCommands` does the same for commands on several streams that must take effect together.
 import { randomUUID } from 'node:crypto';
-import { fold, type Decider, type DomainEvent } from './decider.ts';
+import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
 import { WrongExpectedRevisionError, type Actor, type EventMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
@@ -27,6 +27,12 @@ export type StreamCommand<Command, Event extends DomainEvent, State> = {
   context: CommandContext;
   /** The caller just minted the stream's id: skip reading it (an existing stream still fails the append). */
   newStream?: boolean;
+  /**
+   * A condition on the stream's revision (-1 when it does not exist), such as an If-Match or "still
+   * where the caller read it": when the stream does not satisfy it, now or after a concurrent append,
+   * the command is refused with 412 PRECONDITION_FAILED instead of being decided again.
+   */
+  precondition?: (revision: bigint) => boolean;
 };
 
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
@@ -62,8 +68,11 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   for (let attempt = 1; ; attempt++) {
     const occurredAt = new Date().toISOString();
     const decided = await Promise.all(
-      commands.map(async ({ streamName, decider, command, newStream }) => {
+      commands.map(async ({ streamName, decider, command, newStream, precondition }) => {
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
+        if (precondition && !precondition(BigInt(history.length - 1))) {
+          throw new DomainError(412, 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
+        }
         const state = fold(decider, history);
         return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };
       }),

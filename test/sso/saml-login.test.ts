@@ -92,7 +92,7 @@ describe('resolving the local user', () => {
     const email = `rehired-${randomUUID()}@acme.test`;
     const first = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }));
     const leaverId = (await sessionOf((await followSignIn(first.location!)).cookie!)).body.user.id;
-    await deleteUser(service.ctx.commands, context, tenant.employerId, leaverId, email);
+    await deleteUser(service.ctx.commands, context, tenant.employerId, leaverId);
     expect((await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }))).body).toMatchObject({ code: 'USER_DEACTIVATED' });
 
     const profile = { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null };
