@@ -82,7 +82,8 @@ async function writeScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCa
   for (const keyHash of revokedKeyHashes) pipeline?.invalidate(keyHash);
   // Sessions are ended also when the user was already inactive: one left over by a failed earlier attempt goes now.
   if (deactivated) await endUserSessions(ctx, caller.employerId, userId, context);
-  if (position) await writer.awaitReadModels(position, revokedKeyHashes.length > 0 ? ['api-keys'] : []);
+  // A deactivation also waits for api-keys, which marks the user's keys revoked and refused.
+  if (position) await writer.awaitReadModels(position, deactivated ? ['api-keys'] : []);
 }
 
 /** The user's SCIM document from its stream's state (as the users read model shows it). */
