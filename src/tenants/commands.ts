@@ -58,7 +58,11 @@ export async function registerUser(
 
 export type ExistingUser = Exclude<UserState, { status: 'absent' }>;
 
-/** What a change brings the user to: a profile and active flag (SCIM PUT/PATCH), or deletion (SCIM DELETE). */
+/**
+ * What a change brings the user to: a profile and active flag (SCIM PUT/PATCH), or deletion (SCIM
+ * DELETE: deactivated for good and its e-mail released, since a deleted resource must not stand in
+ * the way of a new one, RFC 7644 section 3.6).
+ */
 export type UserTarget = { profile: UserProfile; active: boolean } | { delete: true };
 
 const MAX_CHANGE_ATTEMPTS = 5;
@@ -115,19 +119,6 @@ export async function changeUser(
       throw error;
     }
   }
-}
-
-/** Deactivation (or reactivation) alone, as an operator or a test does it; see changeUser. */
-export function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean) {
-  return changeUser(deps, context, employerId, userId, (user) => ({ profile: user.profile, active }));
-}
-
-/**
- * SCIM DELETE: deactivates the user for good and frees its e-mail address in the same append, since a
- * deleted user must not stand in the way of a new one (RFC 7644 section 3.6).
- */
-export function deleteUser(deps: CommandDeps, context: CommandContext, employerId: string, userId: string) {
-  return changeUser(deps, context, employerId, userId, () => ({ delete: true }));
 }
 
 function reserveEmail(context: CommandContext, email: string, employerId: string, userId: string) {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandContext, CommandDeps } from '../../src/event-store/command-handler.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
-import { changeUser, deleteUser, registerUser } from '../../src/tenants/commands.ts';
+import { changeUser, registerUser } from '../../src/tenants/commands.ts';
 import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
 import { userStream, type UserProfile } from '../../src/tenants/user.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -86,7 +86,7 @@ describe('user registration and e-mail changes', () => {
     const { employerId, context, register } = employer();
     const email = uniqueEmail();
     const { userId } = await register(email);
-    const { position } = await deleteUser(deps, context, employerId, userId);
+    const { position } = await changeUser(deps, context, employerId, userId, () => ({ delete: true }));
     const [deleted] = (await deps.eventStore.readStream(userStream(employerId, userId))).slice(-1);
     const [released] = (await reservation(email)).slice(-1);
     expect(deleted).toMatchObject({ type: 'UserDeactivated', data: { scimDeleted: true } });
