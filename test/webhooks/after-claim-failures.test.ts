@@ -75,4 +75,20 @@ describe('failures after an attempt is claimed', () => {
       await service.ctx.db.pg.query('DROP TRIGGER fail_first_attempt_log ON webhook_delivery_attempts');
     }
   });
+
+  it('logs a response body holding NUL characters (which Postgres text refuses) instead of failing to record it', async () => {
+    receiver.respondWith((request) => (request.path === '/nul' ? { status: 200, body: 'ok\u0000then more' } : { status: 200, body: 'ok' }));
+    try {
+      const { deliveries, ping } = await pingedSubscription('/nul');
+      expect((await ping()).status).toBe(202);
+      const [delivery] = await waitUntil('the delivery to succeed', async () => {
+        const page = await deliveries();
+        return page[0]?.status === 'succeeded' && page;
+      });
+      expect(delivery.attempts).toEqual([expect.objectContaining({ statusCode: 200, responseBody: 'ok\uFFFDthen more' })]);
+      expect(requestsTo('/nul')).toHaveLength(1);
+    } finally {
+      receiver.respondWith(() => ({ status: 200, body: 'ok' }));
+    }
+  });
 });
