@@ -103,7 +103,7 @@ export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderTh
     ), jobs AS (
       SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`)} FROM abandoned
     )
-    SELECT count(*) AS requeued FROM jobs`);
+    SELECT count(*)::int AS requeued FROM jobs`);
 }
 
 /** A pending delivery whose subscription is inactive or deleted will not be attempted again. */

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptSecret, parseEncryptionKey } from '../../src/crypto/secret-box.ts';
+import { requeueAbandonedAttempts } from '../../src/webhooks/deliveries.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv } from './helpers.ts';
@@ -88,6 +89,34 @@ describe('failures after an attempt is claimed', () => {
       expect(delivery.attempts).toEqual([expect.objectContaining({ statusCode: 200, responseBody: 'ok\uFFFDthen more' })]);
       expect(requestsTo('/nul')).toHaveLength(1);
     } finally {
+      receiver.respondWith(() => ({ status: 200, body: 'ok' }));
+    }
+  });
+
+  it('requeues a claim a live process has held far longer than any attempt takes', async () => {
+    let answerFirst: () => void = () => {};
+    receiver.respondWith((request) => {
+      if (request.path !== '/held' || requestsTo('/held').length > 1) return { status: 200, body: 'ok' };
+      return new Promise((resolve) => (answerFirst = () => resolve({ status: 200, body: 'late' })));
+    });
+    try {
+      const { deliveries, ping } = await pingedSubscription('/held');
+      expect((await ping()).status).toBe(202);
+      await waitUntil('the first request to arrive', () => requestsTo('/held').length === 1);
+      // As if the process had been stuck on this attempt for 11 minutes (its release failed, say).
+      await service.ctx.db.slonik.query(sql.unsafe`
+        UPDATE webhook_deliveries SET attempt_started_at = now() - interval '11 minutes'
+        WHERE delivery_id = ${requestsTo('/held')[0]!.headers['x-webhook-id'] as string} AND attempt_lease IS NOT NULL`);
+      expect(await requeueAbandonedAttempts(service.ctx.db.slonik, 10 * 60_000)).toBe(1);
+
+      const [delivery] = await waitUntil('the requeued attempt to succeed', async () => {
+        const page = await deliveries();
+        return page[0]?.status === 'succeeded' && page;
+      });
+      expect(delivery).toMatchObject({ attemptCount: 1, attempts: [{ attempt: 1, statusCode: 200, responseBody: 'ok' }] });
+      expect(new Set(requestsTo('/held').map((request) => request.headers['x-webhook-id']))).toEqual(new Set([delivery.id]));
+    } finally {
+      answerFirst();
       receiver.respondWith(() => ({ status: 200, body: 'ok' }));
     }
   });
