@@ -63,6 +63,18 @@ describe('SCIM writes are atomic', () => {
     }
   });
 
+  it('checks If-Match on groups against the stream too: of two racing PATCHes with one ETag, one answers 412', async () => {
+    const { scim } = await scimTenant(service);
+    const created = await scim.request('POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: `Race ${randomUUID()}`, members: [] });
+    expect(created.status).toBe(201);
+    const path = `/Groups/${created.body.id}`;
+    const etag = created.headers.get('etag')!;
+    const names = ['Left', 'Right'];
+    const answers = await Promise.all(names.map((name) => scim.request('PATCH', path, patch({ op: 'replace', path: 'displayName', value: name }), { 'if-match': etag })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 412]);
+    expect((await scim.request('GET', path)).body.displayName).toBe(names[answers.findIndex((answer) => answer.status === 200)]);
+  });
+
   it('If-Match names the stream revision: an ETag a write moved past is 412 for PUT and DELETE too', async () => {
     const { scim } = await scimTenant(service);
     const email = uniqueEmail('etag');
