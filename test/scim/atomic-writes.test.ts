@@ -89,6 +89,16 @@ describe('SCIM writes are atomic', () => {
     expect((await scim.request('DELETE', path, undefined, { 'if-match': changed.headers.get('etag')! })).status).toBe(204);
   });
 
+  it("keeps the ETag equal to the stream revision when the user creates a key, so If-Match still applies", async () => {
+    const tenant = await scimTenant(service);
+    const path = `/Users/${tenant.adminUserId}`;
+    const before = (await tenant.scim.request('GET', path)).headers.get('etag');
+    await createApiKey(service, tenant, { scopes: [PROBE_SCOPE] });
+    const after = (await tenant.scim.request('GET', path)).headers.get('etag')!;
+    expect(after).not.toBe(before);
+    expect((await tenant.scim.request('PATCH', path, patch({ op: 'replace', path: 'displayName', value: 'Admin' }), { 'if-match': after })).status).toBe(200);
+  });
+
   it('revokes, in the deactivation append, a key created a moment before (no read model consulted)', async () => {
     const tenant = await scimTenant(service);
     // Created without waiting for any read model: the api_keys row may not exist yet.
