@@ -29,6 +29,12 @@ const configSchema = z
     API_KEY_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
     WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
+    /** How long a webhook target's host name may take to resolve; past it the attempt fails. */
+    WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+    /** The whole request (headers and body) must arrive within this; else 408 and the connection closes. */
+    HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+    /** The request headers must arrive within this (slow-header clients hold no connection longer). */
+    HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     SAML_CLOCK_SKEW_MS: z.coerce.number().int().min(0).default(120_000),
     /** Origins (besides our own) that a SAML `returnTo` may point at. Comma-separated. */
     RETURN_TO_ALLOWED_ORIGINS: z.string().default(''),
@@ -36,6 +42,9 @@ const configSchema = z
   .superRefine((env, ctx) => {
     if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {
       ctx.addIssue({ code: 'custom', path: ['EVENTSTORE_CONNECTION_STRING'], message: 'is required when EVENT_STORE=esdb' });
+    }
+    if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS' });
     }
     if (env.NODE_ENV === 'production' && env.DATABASE_URL && !env.ENCRYPTION_KEY) {
       ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'is required when DATABASE_URL is set and NODE_ENV=production' });

@@ -3,6 +3,7 @@
 // process drops its cached copy when, and only when, the new state is committed and readable.
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import type { ApiKeyEvent } from '../../src/api-keys/events.ts';
+import type { UserDeactivated, UserReactivated } from '../../src/tenants/events.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
 
 /** Payload: the changed key's hash. The per-process key cache (src/api-keys/key-cache.ts) listens to it. */
@@ -11,11 +12,12 @@ export const API_KEY_CHANGED_CHANNEL = 'api_key_changed';
 export const apiKeysProjection: Projection = {
   name: 'api-keys',
   tables: ['api_keys'],
-  eventTypes: ['ApiKeyCreated', 'ApiKeyRenamed', 'ApiKeySuspended', 'ApiKeyResumed', 'ApiKeyRevoked'],
+  // The creator's deactivation and reactivation too: the pipeline refuses the keys of an inactive creator.
+  eventTypes: ['ApiKeyCreated', 'ApiKeyRenamed', 'ApiKeySuspended', 'ApiKeyResumed', 'ApiKeyRevoked', 'UserDeactivated', 'UserReactivated'],
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const recorded of events) {
-      const event = recorded as unknown as ApiKeyEvent;
+      const event = recorded as unknown as ApiKeyEvent | UserDeactivated | UserReactivated;
       switch (event.type) {
         case 'ApiKeyCreated': {
           const d = event.data;
@@ -38,6 +40,15 @@ export const apiKeysProjection: Projection = {
           await tx.query(sql.unsafe`
             UPDATE api_keys SET revoked_at = ${event.data.revokedAt}, revoke_reason = ${event.data.reason} WHERE id = ${event.data.keyId}`);
           await notifyChanged(tx, event.data.keyId);
+          break;
+        case 'UserDeactivated':
+        case 'UserReactivated':
+          await tx.query(sql.unsafe`
+            WITH changed AS (
+              UPDATE api_keys SET creator_active = ${event.type === 'UserReactivated'}
+              WHERE employer_id = ${recorded.metadata.tenantId!} AND created_by = ${event.data.userId} AND revoked_at IS NULL
+              RETURNING key_hash)
+            SELECT pg_notify(${API_KEY_CHANGED_CHANNEL}, key_hash) FROM changed`);
           break;
       }
     }

@@ -8,7 +8,7 @@ import { registeredUserRow, scimEmails, workEmail } from './rows.ts';
 export const tenantsProjection: Projection = {
   name: 'tenants',
   tables: ['employers', 'users'],
-  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated'],
+  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
   awaitedByCommands: true,
   async apply(tx, events) {
     // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
@@ -71,6 +71,10 @@ async function applyUserChange(tx: DatabaseTransactionConnection, recorded: Reco
     case 'UserReactivated':
       await tx.query(sql.unsafe`
         UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
+      break;
+    case 'UserApiKeyCreated':
+      // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
+      await tx.query(sql.unsafe`UPDATE users SET version = ${recorded.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);
       break;
   }
 }

@@ -26,6 +26,14 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
       return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     },
     bodyLimit: 5 * 1024 * 1024,
+    // A client must send its headers, and its whole request, in bounded time (else 408 and the
+    // connection closes). Node checks these every connectionsCheckingInterval (30 s by default).
+    requestTimeout: ctx.config.HTTP_REQUEST_TIMEOUT_MS,
+    http: {
+      headersTimeout: ctx.config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: ctx.config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(ctx.config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+    },
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -18,6 +18,7 @@ import {
   provisionScimUser,
   updateScimGroup,
   updateScimUser,
+  type IfMatch,
   type ScimCaller,
 } from './commands.ts';
 import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse, SCIM_MAX_RESULTS } from './discovery.ts';
@@ -41,7 +42,6 @@ import {
   GROUP_FILTER_ATTRIBUTES,
   scimGroupDoc,
   scimGroupResource,
-  scimUserDoc,
   scimUserResource,
   USER_FILTER_ATTRIBUTES,
 } from './resources.ts';
@@ -171,12 +171,6 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       if (!row) throw notFound('User', userId);
       return sendUser(reply, status, row, selection);
     };
-    const currentUser = async (request: FastifyRequest, userId: string) => {
-      const row = await findScimUser(ctx.db.slonik, callerOf(request).employerId, userId);
-      if (!row) throw notFound('User', userId);
-      assertIfMatch(request, row.version);
-      return row;
-    };
 
     route({
       method: 'GET',
@@ -214,8 +208,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
-        const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, writer, callerOf(request), current, parseScimUser(request.body));
+        await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), () => parseScimUser(request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -226,8 +219,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
-        const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, writer, callerOf(request), current, applyUserPatch(scimUserDoc(current), request.body));
+        await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), (doc) => applyUserPatch(doc, request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -238,7 +230,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       params: userParams,
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
-        await deleteScimUser(ctx, writer, callerOf(request), await currentUser(request, params.userId));
+        await deleteScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request));
         return reply.status(204).send();
       },
     });
@@ -261,7 +253,6 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       const caller = callerOf(request);
       const row = await findScimGroup(ctx.db.slonik, caller.employerId, groupId);
       if (!row) throw notFound('Group', groupId);
-      assertIfMatch(request, row.version);
       const members = (await groupMembers(ctx.db.slonik, caller.employerId, [row.id])).get(row.id) ?? [];
       return scimGroupDoc(row, members);
     };
@@ -305,7 +296,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
-        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, parseScimGroup(request.body));
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, parseScimGroup(request.body), ifMatchOf(request));
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -318,7 +309,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
         const { doc } = applyGroupPatch(before, request.body);
-        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, doc);
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, doc, ifMatchOf(request));
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -330,7 +321,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
         await currentGroup(request, params.groupId);
-        await deleteScimGroup(writer, callerOf(request), params.groupId);
+        await deleteScimGroup(writer, callerOf(request), params.groupId, ifMatchOf(request));
         return reply.status(204).send();
       },
     });
@@ -374,13 +365,15 @@ function send(reply: FastifyReply, status: number, body: unknown) {
   return reply.status(status).type(SCIM_CONTENT_TYPE).send(body);
 }
 
-/** If-Match (RFC 7644 section 3.14): a write applies only to the version the client last saw. */
-function assertIfMatch(request: FastifyRequest, version: number) {
+/**
+ * If-Match (RFC 7644 section 3.14) as a condition on the resource's stream revision, which its ETag
+ * names: the write is appended at that revision or not at all (412).
+ */
+function ifMatchOf(request: FastifyRequest): IfMatch {
   const header = request.headers['if-match'];
-  if (header === undefined || header.trim() === '*') return;
-  const current = etagOf(version).slice(2);
-  const matches = header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === current);
-  if (!matches) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
+  if (header === undefined || header.trim() === '*') return undefined;
+  const revisions = header.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+  return (revision) => revisions.includes(etagOf(Number(revision)).slice(2));
 }
 
 function findDocument<T extends { id: string }>(documents: T[], id: string, what: string): T {

@@ -7,7 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
-import { assertAllowed, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
+import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
 import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
@@ -127,7 +127,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       method: 'POST',
       url: '/api/auth/saml/callback/:employerId',
       summary: 'SAML assertion consumer service (HTTP-POST binding)',
-      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address with too many refusals (5/s, bursts of 50) gets 429 before validation.',
+      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address (an IPv6 address by its /64) with too many refusals (5/s, bursts of 50) gets 429 before validation.',
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
@@ -143,11 +143,12 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
         429: { description: 'Too many refused callbacks from this client address (retry-after); not validated, not audited' },
       },
       handler: async ({ params, body, request, reply }) => {
-        assertAllowed(callbackFailures.peek(request.ip), reply, 'Too many refused SAML responses from this address');
+        const client = clientAddressKey(request.ip);
+        assertAllowed(callbackFailures.peek(client), reply, 'Too many refused SAML responses from this address');
         try {
           return reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302);
         } catch (error) {
-          if (error instanceof DomainError && error.status < 500) callbackFailures.take(request.ip);
+          if (error instanceof DomainError && error.status < 500) callbackFailures.take(client);
           throw error;
         }
       },

@@ -27,7 +27,12 @@ export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: str
 /** `scimDeleted`: removed through SCIM DELETE, so SCIM answers 404 for it from now on. */
 export type UserDeactivated = DomainEvent<'UserDeactivated', { userId: string; scimDeleted: boolean }>;
 export type UserReactivated = DomainEvent<'UserReactivated', { userId: string }>;
-export type UserEvent = UserRegistered | UserProfileUpdated | UserDeactivated | UserReactivated;
+/**
+ * The user created an API key: written in the same append as the key's ApiKeyCreated, so the user's
+ * stream knows every key to revoke when the user is deactivated, without asking a lagging read model.
+ */
+export type UserApiKeyCreated = DomainEvent<'UserApiKeyCreated', { userId: string; keyId: string }>;
+export type UserEvent = UserRegistered | UserProfileUpdated | UserDeactivated | UserReactivated | UserApiKeyCreated;
 
 export type EmailReserved = DomainEvent<'EmailReserved', { emailHash: string; employerId: string; userId: string }>;
 export type EmailReleased = DomainEvent<'EmailReleased', { emailHash: string; userId: string }>;
