@@ -33,7 +33,9 @@ export default async function eventStoreBench(): Promise<void> {
     });
     const appends = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
       const tenantId = `bench${worker}`;
-      await eventStore.appendToStream(`tenant-${tenantId}.thing-${randomUUID()}`, [{ type: 'ThingHappened', data: { worker, i, name: 'Acme' } }], {
+      // A registered event type: the append validates it against its schema, as every command's does.
+      const employerId = `${worker}-${i}`;
+      await eventStore.appendToStream(`tenant-${tenantId}.employer-${randomUUID()}`, [{ type: 'EmployerCreated', data: { employerId, name: 'Acme', createdAt: new Date().toISOString() } }], {
         expectedRevision: 'no_stream',
         metadata: metadata(tenantId),
       });

@@ -4,7 +4,7 @@
 // `handleCommands` does the same for commands on several streams that must take effect together.
 import { randomUUID } from 'node:crypto';
 import { fold, type Decider, type DomainEvent } from './decider.ts';
-import { WrongExpectedRevisionError, type Actor, type EventMetadata, type EventStore, type Position } from './port.ts';
+import { WrongExpectedRevisionError, type Actor, type AppendMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
   tenantId: string | null;
@@ -102,13 +102,12 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   }
 }
 
-function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): EventMetadata {
+function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): AppendMetadata {
   return {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId ?? correlationId,
     causationId: context.causationId ?? null,
-    schemaVersion: 1,
     occurredAt,
   };
 }
