@@ -4,9 +4,6 @@ import { z } from 'zod';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 export type WebhookStatus = 'active' | 'inactive';
-/** Why a subscription became inactive: by PATCH, by reaching maxFailures, or a 410 Gone answer. */
-export const DEACTIVATION_REASONS = ['manual', 'failure_threshold', 'gone'] as const;
-export type DeactivationReason = (typeof DEACTIVATION_REASONS)[number];
 
 const webhookSettings = z.object({ url: z.string(), events: z.array(z.string()), description: z.string().nullable(), maxFailures: z.number().int() });
 export type WebhookSettings = z.infer<typeof webhookSettings>;
@@ -17,11 +14,23 @@ const webhookSubscriptionCreated = eventSchema('WebhookSubscriptionCreated', web
   createdAt: z.string(),
 }));
 const webhookSubscriptionUpdated = eventSchema('WebhookSubscriptionUpdated', z.object({ webhookId: z.string(), changes: webhookSettings.partial() }));
-const webhookSubscriptionDeactivated = eventSchema('WebhookSubscriptionDeactivated', z.object({
-  webhookId: z.string(),
-  reason: z.enum(DEACTIVATION_REASONS),
-  deliveryId: z.string().nullable(),
-}));
+/**
+ * Why a subscription became inactive: by PATCH (manual), by reaching maxFailures, or a 410 Gone answer.
+ * Version 2: the delivery that caused a deactivation travels only with the causes that have one
+ * (version 1 had `deliveryId: string | null` on every reason, null for a manual deactivation).
+ */
+const webhookSubscriptionDeactivated = eventSchema(
+  'WebhookSubscriptionDeactivated',
+  // Strict: a manual deactivation has no delivery, not even a null one.
+  z.discriminatedUnion('reason', [
+    z.strictObject({ webhookId: z.string(), reason: z.literal('manual') }),
+    z.strictObject({ webhookId: z.string(), reason: z.enum(['failure_threshold', 'gone']), deliveryId: z.string() }),
+  ]),
+  {
+    version: 2,
+    upcasters: { 1: ({ deliveryId, ...data }) => (data.reason === 'manual' ? data : { ...data, deliveryId }) },
+  },
+);
 /** Re-activation also resets failureCount. */
 const webhookSubscriptionActivated = eventSchema('WebhookSubscriptionActivated', z.object({ webhookId: z.string() }));
 const webhookSubscriptionDeleted = eventSchema('WebhookSubscriptionDeleted', z.object({ webhookId: z.string() }));
