@@ -5,6 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { rebuildProjection } from '../projections/rebuild.ts';
+import { capabilities } from '../src/capabilities.ts';
+import { START, type RecordedEvent } from '../src/event-store/port.ts';
+import { eventRegistryOf } from '../src/main.ts';
 import { startBenchService, runConcurrently } from './support.ts';
 
 const CONCURRENCY = 16;
@@ -33,7 +36,9 @@ export default async function eventStoreBench(): Promise<void> {
     });
     const appends = await runConcurrently(CONCURRENCY, DURATION_MS, async (worker, i) => {
       const tenantId = `bench${worker}`;
-      await eventStore.appendToStream(`tenant-${tenantId}.thing-${randomUUID()}`, [{ type: 'ThingHappened', data: { worker, i, name: 'Acme' } }], {
+      // A registered event type: the append validates it against its schema, as every command's does.
+      const employerId = `${worker}-${i}`;
+      await eventStore.appendToStream(`tenant-${tenantId}.employer-${randomUUID()}`, [{ type: 'EmployerCreated', data: { employerId, name: 'Acme', createdAt: new Date().toISOString() } }], {
         expectedRevision: 'no_stream',
         metadata: metadata(tenantId),
       });
@@ -42,6 +47,26 @@ export default async function eventStoreBench(): Promise<void> {
     console.log(`    plain single-row INSERT transactions: ${plain.perSecond.toFixed(0)} /s (p50 ${plain.p50.toFixed(2)} ms, p99 ${plain.p99.toFixed(2)} ms)`);
     console.log(`    event store single-event appends:     ${appends.perSecond.toFixed(0)} events/s (p50 ${appends.p50.toFixed(2)} ms, p99 ${appends.p99.toFixed(2)} ms)`);
     console.log(`    ratio append/plain: ${(appends.perSecond / plain.perSecond).toFixed(2)} (goal >= 0.5)`);
+
+    // What event schemas cost the CPU, apart from the database: validating an append, parsing a read.
+    const registry = eventRegistryOf(capabilities);
+    const perEventMicros = (count: number, run: (i: number) => void) => {
+      for (let i = 0; i < 1000; i++) run(i);
+      const started = performance.now();
+      for (let i = 0; i < count; i++) run(i);
+      return ((performance.now() - started) * 1000) / count;
+    };
+    const registered = {
+      userId: 'u1', employerId: 'emp1', role: 'PATIENT', active: true, source: 'scim', email: 'u1@example.test', userName: 'u1@example.test',
+      givenName: 'Given', familyName: 'Family', displayName: null, externalId: 'ext-1',
+    };
+    const stored: RecordedEvent = {
+      eventId: randomUUID(), type: 'UserRegistered', data: registered, metadata: { ...metadata('emp1'), schemaVersion: 1 },
+      streamName: 'tenant-emp1.user-u1', streamRevision: 0n, position: START, recordedAt: new Date().toISOString(),
+    };
+    const encodeMicros = perEventMicros(100_000, () => registry.encode({ type: 'UserRegistered', data: registered }));
+    const parseMicros = perEventMicros(100_000, () => registry.parse(stored));
+    console.log(`    schemas, CPU per UserRegistered event: validate on append ${encodeMicros.toFixed(2)} µs, parse on read ${parseMicros.toFixed(2)} µs`);
 
     // Seed employers and users in bulk, one new stream (revision 0) per event, straight into the table.
     const employers = 1000;

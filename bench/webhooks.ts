@@ -9,7 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { capabilities } from '../src/capabilities.ts';
+import { z } from 'zod';
 import type { RecordedEvent } from '../src/event-store/port.ts';
+import { eventSchema } from '../src/event-store/schemas.ts';
 import { createWebhooksCapability } from '../src/webhooks/capability.ts';
 import { createWebhook } from '../src/webhooks/commands.ts';
 import { webhookEventMappings } from '../src/webhooks/event-types.ts';
@@ -58,14 +60,17 @@ export default async function webhooksBench(args: string[]) {
   const service = await startBenchService({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, // the receiver is on 127.0.0.1
     roles: ['projections', 'worker'],
-    capabilities: capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
+    capabilities: [
+      ...capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
+      { name: 'bench-invoices', events: [eventSchema('BenchInvoicePaid', z.object({ run: z.string(), seq: z.number() }))] },
+    ],
   });
 
   const actor = { type: 'system', id: 'bench' } as const;
   const append = (employerId: string, run: string, seq: number) =>
     service.ctx.eventStore.appendToStream(`tenant-${employerId}.invoice-${randomUUID()}`, [{ type: 'BenchInvoicePaid', data: { run, seq } }], {
       expectedRevision: 'no_stream',
-      metadata: { tenantId: employerId, actor, correlationId: randomUUID(), causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+      metadata: { tenantId: employerId, actor, correlationId: randomUUID(), causationId: null, occurredAt: new Date().toISOString() },
     });
   const subscribeTenant = async (employerId: string, count: number) => {
     for (let i = 0; i < count; i++) {

@@ -4,11 +4,14 @@ import type { TaskList } from 'graphile-worker';
 import type { Projection } from './event-store/projection.ts';
 import type { AppContext } from './app-context.ts';
 import type { AuditMappers } from '../projections/audit/audit-entry.ts';
+import type { EventSchema } from './event-store/schemas.ts';
 import type { RoutePlugin } from './http/server.ts';
 import type { EventConsumer } from './worker/dispatcher.ts';
 
 export type Capability = {
   name: string;
+  /** Schemas of the events this capability's deciders write (src/<capability>/events.ts). */
+  events?: readonly EventSchema[];
   routes?: RoutePlugin[];
   projections?: Projection[];
   auditMappers?: AuditMappers;

@@ -18,6 +18,7 @@ import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
 import { closeDatabase, openDatabase } from './db/pools.ts';
 import { createEventStore } from './event-store/create.ts';
+import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
@@ -42,6 +43,11 @@ export function allProjections(capabilities: Capability[]): Projection[] {
     auditProjection(auditMappers),
     jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
   ];
+}
+
+/** The schemas of every capability's events: what the event store validates and parses. */
+export function eventRegistryOf(capabilities: Capability[]): EventRegistry {
+  return createEventRegistry(capabilities.flatMap((capability) => capability.events ?? []));
 }
 
 /** Connects to the configured database (starting the embedded one if needed) and migrates it. */
@@ -78,7 +84,7 @@ export async function startService(options: {
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
-  const eventStore = await createEventStore(config, db, notifications);
+  const eventStore = await createEventStore(config, db, notifications, eventRegistryOf(capabilities));
   const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
 
   const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);

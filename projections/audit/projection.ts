@@ -1,10 +1,10 @@
 // Read model `audit_log`: one row per auditable event, written in one statement per batch.
 import { sql } from 'slonik';
 import type { AuditMappers } from './audit-entry.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection, type Projection } from '../../src/event-store/projection.ts';
 
 export function auditProjection(mappers: AuditMappers): Projection {
-  return {
+  return defineProjection({
     name: 'audit',
     tables: ['audit_log'],
     eventTypes: Object.keys(mappers),
@@ -33,5 +33,5 @@ export function auditProjection(mappers: AuditMappers): Projection {
         FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(global_position bigint, event_id uuid, employer_id text, action text,
           actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz)`);
     },
-  };
+  });
 }

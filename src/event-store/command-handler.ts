@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
-import { WrongExpectedRevisionError, type Actor, type EventMetadata, type EventStore, type Position } from './port.ts';
+import { WrongExpectedRevisionError, type Actor, type AppendMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
   tenantId: string | null;
@@ -118,13 +118,12 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   }
 }
 
-function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): EventMetadata {
+function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): AppendMetadata {
   return {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId ?? correlationId,
     causationId: context.causationId ?? null,
-    schemaVersion: 1,
     occurredAt,
   };
 }

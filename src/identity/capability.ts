@@ -3,9 +3,11 @@ import { identityProjection } from '../../projections/identity/projection.ts';
 import type { Capability } from '../capability.ts';
 import { sha256Hex } from '../crypto/tokens.ts';
 import { identityRoutes } from './routes.ts';
+import { identityEvents } from './events.ts';
 
 export const identityCapability: Capability = {
   name: 'identity',
+  events: identityEvents,
   routes: [identityRoutes],
   projections: [identityProjection],
   auditMappers: {

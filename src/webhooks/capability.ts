@@ -7,6 +7,7 @@ import { webhookEventMappings, type WebhookEventMappings } from './event-types.t
 import { webhookRoutes } from './routes.ts';
 import { createWebhookRuntime, webhookRuntimeOf } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
+import { webhookEvents } from './events.ts';
 
 export type WebhooksCapabilityOptions = {
   /**
@@ -22,6 +23,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   const mappings = options.eventMappings ?? webhookEventMappings;
   return {
     name: 'webhooks',
+    events: webhookEvents,
     routes: [webhookRoutes()],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,

@@ -10,16 +10,22 @@ import { rebuildProjection } from '../../projections/rebuild.ts';
 import { applyBatch, applyBatchParkingFailures, readCheckpoint, retryParkedEvents } from '../../projections/runner.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, tenantStream, type EventStore, type RecordedEvent } from '../../src/event-store/port.ts';
+import { createEventRegistry, eventSchema } from '../../src/event-store/schemas.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 const POISON = 13;
+
+/** The made-up events these tests append: a number each. */
+const probeEvents = createEventRegistry(
+  ['ProbeParked', 'ProbeDeadlocked', 'ProbeRebuilt'].map((type) => eventSchema(type, z.object({ n: z.number() }))),
+);
 
 describe('parking events a projection cannot apply', () => {
   let database: TestDatabase;
   let store: EventStore;
   beforeAll(async () => {
     database = await createTestDatabase();
-    store = createPostgresEventStore(database.db.eventStore, database.notifications);
+    store = createPostgresEventStore(database.db.eventStore, database.notifications, probeEvents);
   });
   afterAll(async () => database?.cleanup());
 
@@ -58,7 +64,7 @@ describe('parking events a projection cannot apply', () => {
       append: (id: string, ...ns: number[]) =>
         store.appendToStream(tenantStream(tenantId, 'probe', id), ns.map((n) => ({ type: eventType, data: { n } })), {
           expectedRevision: 'any',
-          metadata: { tenantId, actor: { type: 'system', id: 'test' }, correlationId: randomUUID(), causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+          metadata: { tenantId, actor: { type: 'system', id: 'test' }, correlationId: randomUUID(), causationId: null, occurredAt: new Date().toISOString() },
         }),
       // Waits (bounded) while another database's transaction on the shared server hides recent commits.
       events: async (count: number, after = START): Promise<RecordedEvent[]> => {

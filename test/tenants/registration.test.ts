@@ -11,13 +11,14 @@ import { emailHash, emailReservationStream } from '../../src/tenants/email-reser
 import type { UserProfile } from '../../src/tenants/events.ts';
 import { userStream } from '../../src/tenants/user.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { serviceEventRegistry } from '../support/event-registry.ts';
 
 describe('user registration and e-mail changes', () => {
   let database: TestDatabase;
   let deps: CommandDeps;
   beforeAll(async () => {
     database = await createTestDatabase();
-    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications), waitForProjections: async () => {} };
+    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry), waitForProjections: async () => {} };
   });
   afterAll(async () => database?.cleanup());
 
