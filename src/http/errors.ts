@@ -43,7 +43,6 @@ export function toServiceError(error: unknown): ServiceError {
   if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     const codes: Record<string, string> = {
       FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-      FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
       FST_ERR_CTP_EMPTY_JSON_BODY: 'VALIDATION_ERROR',
       FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
     };

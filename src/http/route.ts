@@ -7,6 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
+import { BODY_LIMIT_BYTES, formatBytes } from './limits.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -21,11 +22,13 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   tags: string[];
   auth: Auth;
   body?: Body;
+  /** The body's schema for /api/openapi only, when the handler parses the body itself (SCIM, whose refusals carry their own scimType). */
+  documentedBody?: ZodType;
   params?: Params;
   querystring?: Query;
   responses: RouteResponses;
   errorShape?: ErrorShape;
-  /** Largest request body in bytes, when the server's default (5 MiB) does not fit the route. */
+  /** Largest request body in bytes, when the server's default (BODY_LIMIT_BYTES, 1 MiB) does not fit the route. */
   bodyLimit?: number;
   handler: (
     input: {
@@ -78,6 +81,9 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     };
   }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
+  if (route.body ?? route.documentedBody) {
+    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body)` };
+  }
   const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
@@ -91,7 +97,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       request: {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
-        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } } } } : {}),
+        ...(route.body ?? route.documentedBody ? { body: { content: { 'application/json': { schema: (route.body ?? route.documentedBody)! } } } } : {}),
       },
       responses,
     });

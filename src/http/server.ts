@@ -6,10 +6,11 @@ import fastifyFormbody from '@fastify/formbody';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { sql } from 'slonik';
 import type { AppContext } from '../app-context.ts';
-import { defaultErrorShape, sendServiceError, toServiceError } from './errors.ts';
+import { defaultErrorShape, sendServiceError, toServiceError, type ServiceError } from './errors.ts';
+import { BODY_LIMIT_BYTES, formatBytes } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
 export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
@@ -24,7 +25,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     },
-    bodyLimit: 5 * 1024 * 1024,
+    bodyLimit: BODY_LIMIT_BYTES,
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -34,7 +35,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifyFormbody);
 
   fastify.setErrorHandler((error, request, reply) => {
-    const serviceError = toServiceError(error);
+    const serviceError = (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? payloadTooLarge(request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : toServiceError(error);
     if (serviceError.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendServiceError(reply, request, serviceError, request.routeOptions.config?.errorShape ?? defaultErrorShape);
   });
@@ -70,4 +71,17 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
   return fastify;
+}
+
+/**
+ * 413 naming the route's limit. fastify refuses a body over it before parsing (by Content-Length, or
+ * while reading); the route's error shape applies (SCIM envelope with status "413" on SCIM routes).
+ */
+function payloadTooLarge(limitBytes: number): ServiceError {
+  return {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: `The request body is too large: the limit is ${formatBytes(limitBytes)}.`,
+    details: { limitBytes },
+  };
 }

@@ -5,6 +5,7 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
+import { TOKEN_MAX, URL_MAX } from '../http/limits.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
 import { findActiveSessionById } from './queries.ts';
 
@@ -27,7 +28,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     description: 'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` (a path) or `/api/auth/session`.',
     tags: ['Identity'],
     auth: { public: true },
-    querystring: z.object({ token: z.string().min(1).max(200), next: z.string().regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
+    querystring: z.object({ token: z.string().min(1).max(TOKEN_MAX), next: z.string().max(URL_MAX).regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
     responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
     handler: async ({ query, reply }) => {
       const session = await redeemSignInToken(ctx, query.token);

@@ -4,6 +4,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
+import { CODE_MAX, TOKEN_MAX } from '../http/limits.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './deliveries.ts';
 
 export const webhookSubscription = z
@@ -127,9 +128,9 @@ export type DeliveryLogEntry = z.infer<typeof deliveryLogEntry>;
 
 export const deliveryFilters = z.object({
   status: z.enum(DELIVERY_STATUSES).optional(),
-  event: z.string().max(100).optional(),
+  event: z.string().max(CODE_MAX).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(200).optional().meta({ description: 'nextCursor of the previous page.' }),
+  cursor: z.string().max(TOKEN_MAX).optional().meta({ description: 'nextCursor of the previous page.' }),
 });
 
 const deliveryRow = z.object({
