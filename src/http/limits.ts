@@ -7,6 +7,10 @@
 
 /** Largest request body on every route that names no other limit. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** The request line and headers together (Node's default, stated): 431 past it. */
+export const HEADERS_LIMIT_BYTES = 16 * 1024;
+/** Nesting of arrays and objects in a JSON body: deeper input is refused before anything walks it recursively. */
+export const JSON_DEPTH_MAX = 32;
 
 /** A display name a person types: key name, tenant name, person's given or family name. */
 export const NAME_MAX = 200;

@@ -7,7 +7,8 @@ import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
-import { BODY_LIMIT_BYTES, formatBytes } from './limits.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX } from './limits.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -55,6 +56,9 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
     config: { auth: route.auth, errorShape: route.errorShape },
     handler: async (request, reply) => {
       const principal = await authenticate(ctx, request, reply, route.auth);
+      assertStorableInput(request.params, 'params');
+      assertStorableInput(request.query, 'query');
+      assertStorableInput(request.body, 'body');
       const params = parseInput(route.params, request.params, 'params');
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
@@ -70,6 +74,30 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
   const parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
   if (!parsed.success) throw validationError(parsed.error, where);
   return parsed.data;
+}
+
+/**
+ * Refuses, whatever the route's schema, what no read model can hold: NUL characters (Postgres text and
+ * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
+ * JSON_DEPTH_MAX (later code walks values recursively). Iterative, so depth itself cannot overflow it.
+ */
+function assertStorableInput(input: unknown, where: string): void {
+  const pending: Array<{ value: unknown; path: string; depth: number }> = [{ value: input, path: where, depth: 0 }];
+  const refuse = (path: string, message: string) => {
+    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${path}: ${message}`, { errors: [{ path, message }] });
+  };
+  while (pending.length > 0) {
+    const { value, path, depth } = pending.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000') || !value.isWellFormed()) refuse(path, 'must not contain NUL characters or unpaired surrogates');
+    } else if (value !== null && typeof value === 'object') {
+      if (depth >= JSON_DEPTH_MAX) refuse(path, `nested deeper than ${JSON_DEPTH_MAX} levels`);
+      for (const [key, entry] of Object.entries(value)) {
+        if (key.includes('\u0000') || !key.isWellFormed()) refuse(path, 'property names must not contain NUL characters or unpaired surrogates');
+        pending.push({ value: entry, path: `${path}.${key}`, depth: depth + 1 });
+      }
+    }
+  }
 }
 
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {

@@ -91,6 +91,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
   return async (fastify, { ctx }) => {
     // Okta's test suite posts plain JSON; RFC 7644 clients send application/scim+json.
     fastify.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    fastify.errorShapesByPrefix.set(SCIM_PATH, scimErrorShape);
     fastify.addHook('onRequest', async (request, reply) => {
       request.scimCaller = await authenticateScim(ctx, limiter, request, reply);
     });
