@@ -2,7 +2,7 @@
 // route's error shape, and an over-large body is refused with 413 naming the limit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { BODY_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
+import { BODY_LIMIT_BYTES, HEADERS_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { scimTenant, USER_SCHEMA } from '../scim/scim-client.ts';
 
@@ -34,7 +34,7 @@ describe('input bounds', () => {
     expect((await scim.request('GET', `/Users/${created.body.id}`)).body.userName).toBe(atLimit);
   });
 
-  it('refuses over-long SCIM attributes in PUT and PATCH too, in the SCIM envelope', async () => {
+  it('refuses over-long SCIM attributes in PATCH and in groups too, in the SCIM envelope', async () => {
     const { scim } = await scimTenant(service);
     const created = await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: 'bounded@example.test' });
     expect(created.status).toBe(201);
@@ -74,6 +74,48 @@ describe('input bounds', () => {
     expect(document.paths['/api/employer/webhooks'].post.responses['413'].description).toMatch(/1 MiB/);
     const scimUser = document.paths['/api/scim/v2/Users'].post.requestBody.content['application/json'].schema;
     expect(scimUser.properties.userName.maxLength).toBe(SCIM_TEXT_MAX);
+  });
+
+  it('refuses text no read model can hold (NUL, unpaired surrogates) and JSON nested too deep, with 400 instead of 500', async () => {
+    const tenant = await service.createTenant();
+    const headers = { ...service.sessionHeaders(tenant.cookie), 'content-type': 'application/json' };
+    const nulInPath = await fetch(`${service.url}/api/employer/api-keys/a%00b`, { headers });
+    expect(nulInPath.status).toBe(400);
+    expect(await nulInPath.json()).toMatchObject({ code: 'VALIDATION_ERROR', errors: [{ path: 'params.keyId' }] });
+    const surrogate = await fetch(`${service.url}/api/employer/webhooks`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ url: 'https://hooks.example.test/x', events: ['test.ping'], description: 'half \uD800 a pair' }),
+    });
+    expect(surrogate.status).toBe(400);
+    expect(await surrogate.json()).toMatchObject({ code: 'VALIDATION_ERROR', errors: [{ path: 'body.description' }] });
+    const deep = await fetch(`${service.url}/api/employer/webhooks`, { method: 'POST', headers, body: `${'['.repeat(100_000)}${']'.repeat(100_000)}` });
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toMatchObject({ code: 'VALIDATION_ERROR', message: expect.stringContaining('nested deeper') });
+
+    const { scim } = await scimTenant(service);
+    const nulUser = await scim.request('PATCH', '/Users/%00', { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'active', value: false }] });
+    expect(nulUser.status).toBe(400);
+    expect(nulUser.body).toMatchObject({ schemas: [SCIM_ERROR], status: '400', scimType: 'invalidValue' });
+  });
+
+  it('answers a path that does not decode and headers over 16 KiB in the shape of the path\'s routes', async () => {
+    const { scim } = await scimTenant(service);
+    const badScimPath = await scim.request('GET', '/Users/%E0%A4%A');
+    expect(badScimPath.status).toBe(400);
+    expect(badScimPath.body).toMatchObject({ schemas: [SCIM_ERROR], status: '400', detail: expect.any(String) });
+    const badEmployerPath = await fetch(`${service.url}/api/employer/webhooks/%ff`);
+    expect(badEmployerPath.status).toBe(400);
+    expect(await badEmployerPath.json()).toMatchObject({ code: 'MALFORMED_URL', requestId: expect.any(String) });
+
+    const longQuery = `filter=${'x'.repeat(HEADERS_LIMIT_BYTES)}`;
+    const scimTooLong = await fetch(`${service.url}/api/scim/v2/Users?${longQuery}`, { headers: { authorization: `Bearer ${scim.token}` } });
+    expect(scimTooLong.status).toBe(431);
+    expect(scimTooLong.headers.get('content-type')).toMatch(/^application\/scim\+json/);
+    expect(await scimTooLong.json()).toEqual({ schemas: [SCIM_ERROR], status: '431', detail: expect.stringContaining('16 KiB') });
+    const employerTooLong = await fetch(`${service.url}/api/employer/webhooks?${longQuery}`);
+    expect(employerTooLong.status).toBe(431);
+    expect(await employerTooLong.json()).toEqual({ code: 'HEADERS_TOO_LARGE', message: expect.stringContaining('16 KiB'), limitBytes: HEADERS_LIMIT_BYTES, requestId: expect.any(String) });
   });
 
   it('answers an over-large body with 413 naming the limit, in each route kind\'s shape', async () => {
