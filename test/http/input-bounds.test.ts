@@ -3,10 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { BODY_LIMIT_BYTES, HEADERS_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
+import { SCIM_ERROR_SCHEMA } from '../support/error-shapes.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { scimTenant, USER_SCHEMA } from '../scim/scim-client.ts';
-
-const SCIM_ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 describe('input bounds', () => {
   let service: TestService;
@@ -24,7 +23,7 @@ describe('input bounds', () => {
     const refused = await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName, emails: [{ value: 'long@example.test', primary: true }] });
     expect(refused.status).toBe(400);
     expect(refused.headers.get('content-type')).toMatch(/^application\/scim\+json/);
-    expect(refused.body).toEqual({ schemas: [SCIM_ERROR], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('userName') });
+    expect(refused.body).toEqual({ schemas: [SCIM_ERROR_SCHEMA], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('userName') });
     expect(await eventCount()).toBe(before);
 
     // The longest accepted userName provisions, and the users projection keeps up (its waiter answers).
@@ -43,7 +42,7 @@ describe('input bounds', () => {
       Operations: [{ op: 'replace', path: 'externalId', value: 'e'.repeat(SCIM_TEXT_MAX + 1) }],
     });
     expect(patched.status).toBe(400);
-    expect(patched.body).toMatchObject({ schemas: [SCIM_ERROR], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('externalId') });
+    expect(patched.body).toMatchObject({ schemas: [SCIM_ERROR_SCHEMA], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('externalId') });
     const group = await scim.request('POST', '/Groups', { displayName: 'g'.repeat(SCIM_TEXT_MAX + 1) });
     expect(group.status).toBe(400);
     expect(group.body).toMatchObject({ status: '400', scimType: 'invalidValue', detail: expect.stringContaining('displayName') });
@@ -96,14 +95,14 @@ describe('input bounds', () => {
     const { scim } = await scimTenant(service);
     const nulUser = await scim.request('PATCH', '/Users/%00', { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'active', value: false }] });
     expect(nulUser.status).toBe(400);
-    expect(nulUser.body).toMatchObject({ schemas: [SCIM_ERROR], status: '400', scimType: 'invalidValue' });
+    expect(nulUser.body).toMatchObject({ schemas: [SCIM_ERROR_SCHEMA], status: '400', scimType: 'invalidValue' });
   });
 
   it('answers a path that does not decode and headers over 16 KiB in the shape of the path\'s routes', async () => {
     const { scim } = await scimTenant(service);
     const badScimPath = await scim.request('GET', '/Users/%E0%A4%A');
     expect(badScimPath.status).toBe(400);
-    expect(badScimPath.body).toMatchObject({ schemas: [SCIM_ERROR], status: '400', detail: expect.any(String) });
+    expect(badScimPath.body).toMatchObject({ schemas: [SCIM_ERROR_SCHEMA], status: '400', detail: expect.any(String) });
     const badEmployerPath = await fetch(`${service.url}/api/employer/webhooks/%ff`);
     expect(badEmployerPath.status).toBe(400);
     expect(await badEmployerPath.json()).toMatchObject({ code: 'MALFORMED_URL', requestId: expect.any(String) });
@@ -112,7 +111,7 @@ describe('input bounds', () => {
     const scimTooLong = await fetch(`${service.url}/api/scim/v2/Users?${longQuery}`, { headers: { authorization: `Bearer ${scim.token}` } });
     expect(scimTooLong.status).toBe(431);
     expect(scimTooLong.headers.get('content-type')).toMatch(/^application\/scim\+json/);
-    expect(await scimTooLong.json()).toEqual({ schemas: [SCIM_ERROR], status: '431', detail: expect.stringContaining('16 KiB') });
+    expect(await scimTooLong.json()).toEqual({ schemas: [SCIM_ERROR_SCHEMA], status: '431', detail: expect.stringContaining('16 KiB') });
     const employerTooLong = await fetch(`${service.url}/api/employer/webhooks?${longQuery}`);
     expect(employerTooLong.status).toBe(431);
     expect(await employerTooLong.json()).toEqual({ code: 'HEADERS_TOO_LARGE', message: expect.stringContaining('16 KiB'), limitBytes: HEADERS_LIMIT_BYTES, requestId: expect.any(String) });
@@ -132,7 +131,7 @@ describe('input bounds', () => {
     const { scim } = await scimTenant(service);
     const scimResponse = await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: 'big@example.test', padding: 'p'.repeat(BODY_LIMIT_BYTES) });
     expect(scimResponse.status).toBe(413);
-    expect(scimResponse.body).toEqual({ schemas: [SCIM_ERROR], status: '413', detail: expect.stringContaining('1 MiB') });
+    expect(scimResponse.body).toEqual({ schemas: [SCIM_ERROR_SCHEMA], status: '413', detail: expect.stringContaining('1 MiB') });
 
     const form = await fetch(`${service.url}/api/auth/saml/callback/${tenant.employerId}`, {
       method: 'POST',

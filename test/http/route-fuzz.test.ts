@@ -17,6 +17,7 @@ import { BODY_LIMIT_BYTES } from '../../src/http/limits.ts';
 import { createScimCapability } from '../../src/scim/capability.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../src/webhooks/event-types.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { errorShapeProblem } from '../support/error-shapes.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableScim, GROUP_SCHEMA, PATCH_OP, scimClient, USER_SCHEMA } from '../scim/scim-client.ts';
 
@@ -364,23 +365,6 @@ function boundExamples(method: string, operation: Operation, document: OpenApi, 
     }
   }
   return examples;
-}
-
-/** The documented error shapes: SCIM envelope, FHIR OperationOutcome, and the employer error body. */
-function errorShapeProblem(template: string, status: number, contentType: string, text: string): string | null {
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return `error body is not JSON (${contentType}): ${text.slice(0, 120)}`;
-  }
-  if (template.startsWith(SCIM_PREFIX)) {
-    const ok = Array.isArray(body.schemas) && body.schemas[0] === 'urn:ietf:params:scim:api:messages:2.0:Error' && body.status === String(status) && typeof body.detail === 'string';
-    return ok && contentType.startsWith('application/scim+json') ? null : `not the SCIM error envelope (${contentType}): ${text.slice(0, 200)}`;
-  }
-  if (template.startsWith('/api/fhir/')) return body.resourceType === 'OperationOutcome' ? null : `not an OperationOutcome: ${text.slice(0, 200)}`;
-  const ok = typeof body.code === 'string' && typeof body.message === 'string' && typeof body.requestId === 'string';
-  return ok ? null : `not the employer error body: ${text.slice(0, 200)}`;
 }
 
 function urlOf(baseUrl: string, template: string, request: FuzzRequest): string {
