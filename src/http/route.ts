@@ -79,25 +79,39 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
 /**
  * Refuses, whatever the route's schema, what no read model can hold: NUL characters (Postgres text and
  * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
- * JSON_DEPTH_MAX (later code walks values recursively). Iterative, so depth itself cannot overflow it.
+ * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit).
+ * On every request's path: the field's path is only put together for a refusal.
  */
 function assertStorableInput(input: unknown, where: string): void {
-  const pending: Array<{ value: unknown; path: string; depth: number }> = [{ value: input, path: where, depth: 0 }];
-  const refuse = (path: string, message: string) => {
-    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${path}: ${message}`, { errors: [{ path, message }] });
+  const path = [where];
+  const refuse = (message: string) => {
+    const field = path.join('.');
+    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
   };
-  while (pending.length > 0) {
-    const { value, path, depth } = pending.pop()!;
+  const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
+  const visit = (value: unknown, depth: number): void => {
     if (typeof value === 'string') {
-      if (value.includes('\u0000') || !value.isWellFormed()) refuse(path, 'must not contain NUL characters or unpaired surrogates');
-    } else if (value !== null && typeof value === 'object') {
-      if (depth >= JSON_DEPTH_MAX) refuse(path, `nested deeper than ${JSON_DEPTH_MAX} levels`);
-      for (const [key, entry] of Object.entries(value)) {
-        if (key.includes('\u0000') || !key.isWellFormed()) refuse(path, 'property names must not contain NUL characters or unpaired surrogates');
-        pending.push({ value: entry, path: `${path}.${key}`, depth: depth + 1 });
-      }
+      if (!storable(value)) refuse('must not contain NUL characters or unpaired surrogates');
+      return;
     }
-  }
+    if (value === null || typeof value !== 'object') return;
+    if (depth >= JSON_DEPTH_MAX) refuse(`nested deeper than ${JSON_DEPTH_MAX} levels`);
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) {
+        path.push(String(index));
+        visit(value[index], depth + 1);
+        path.pop();
+      }
+      return;
+    }
+    for (const key of Object.keys(value)) {
+      if (!storable(key)) refuse('property names must not contain NUL characters or unpaired surrogates');
+      path.push(key);
+      visit((value as Record<string, unknown>)[key], depth + 1);
+      path.pop();
+    }
+  };
+  visit(input, 0);
 }
 
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {

@@ -23,7 +23,7 @@ import { enableScim, GROUP_SCHEMA, PATCH_OP, scimClient, USER_SCHEMA } from '../
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_260_201);
 /** Requests per operation and caller: callers the route is meant for, and the others (refused early). */
-const RUNS_FOR_MEANT_CALLER = 20;
+const RUNS_FOR_MEANT_CALLER = 16;
 const RUNS_FOR_OTHER_CALLER = 3;
 const SCIM_PREFIX = '/api/scim/v2';
 /** Refused by connection at once: targets and metadata URLs the fuzzer gives never reach anyone. */
