@@ -39,7 +39,7 @@ export const SAML_ATTRIBUTE_MAX = 256;
 export const SAML_ISSUER_MAX = 1_024;
 /** PEM text of the IdP's signing certificates: a few certificates during a rollover. */
 export const SAML_CERTIFICATE_MAX = 64 * 1024;
-/** The SAML callback's form body; node-saml refuses responses over 512 KiB once decoded anyway. */
+/** The SAML callback's form body (src/sso/saml.ts refuses responses over 512 KiB once decoded anyway). */
 export const SAML_CALLBACK_BODY_LIMIT_BYTES = 1024 * 1024;
 /** The base64 SAMLResponse field: 512 KiB of XML is 699,052 characters of base64. */
 export const SAML_RESPONSE_MAX = 700_000;

@@ -38,7 +38,9 @@ export function normalisePatchRequest(body: unknown): ScimPatchOperation[] {
   const parsed = scimPatchRequestSchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ScimError(400, 'invalidSyntax', `Not a SCIM PatchOp request: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim());
+    // A bound passed (too many operations, a path too long) is a bad value; anything else a bad structure.
+    const scimType = issue?.code === 'too_big' ? 'invalidValue' : 'invalidSyntax';
+    throw new ScimError(400, scimType, `Not a SCIM PatchOp request: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim());
   }
   return parsed.data.Operations.flatMap((operation) => normaliseOperation(operation));
 }

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { BODY_LIMIT_BYTES, HEADERS_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
+import { MAX_PATCH_OPERATIONS } from '../../src/scim/patch.ts';
 import { SCIM_ERROR_SCHEMA } from '../support/error-shapes.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { scimTenant, USER_SCHEMA } from '../scim/scim-client.ts';
@@ -43,6 +44,12 @@ describe('input bounds', () => {
     });
     expect(patched.status).toBe(400);
     expect(patched.body).toMatchObject({ schemas: [SCIM_ERROR_SCHEMA], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('externalId') });
+    const tooManyOperations = await scim.request('PATCH', `/Users/${created.body.id}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: Array.from({ length: MAX_PATCH_OPERATIONS + 1 }, () => ({ op: 'replace', path: 'active', value: true })),
+    });
+    expect(tooManyOperations.status).toBe(400);
+    expect(tooManyOperations.body).toMatchObject({ schemas: [SCIM_ERROR_SCHEMA], status: '400', scimType: 'invalidValue', detail: expect.stringContaining('Operations') });
     const group = await scim.request('POST', '/Groups', { displayName: 'g'.repeat(SCIM_TEXT_MAX + 1) });
     expect(group.status).toBe(400);
     expect(group.body).toMatchObject({ status: '400', scimType: 'invalidValue', detail: expect.stringContaining('displayName') });
