@@ -410,6 +410,9 @@ describe('route fuzzing from /api/openapi', () => {
       body: JSON.stringify({ url: UNREACHABLE_HTTPS, events: ['test.ping'] }),
     });
     const webhookId = ((await webhook.json()) as { id: string }).id;
+    // A delivery in the log (the target refuses the connection; the attempt is recorded all the same).
+    const testDelivery = await fetch(`${service.url}/api/employer/webhooks/${webhookId}/test`, { method: 'POST', headers: service.sessionHeaders(cookie) });
+    const deliveryId = ((await testDelivery.json()) as { deliveryId: string }).deliveryId;
     const token = await enableScim(service, scimTenant);
     const scim = scimClient(service, token);
     const scimUser = await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: 'fuzz@example.test', emails: [{ value: 'fuzz@example.test', primary: true }] });
@@ -418,7 +421,7 @@ describe('route fuzzing from /api/openapi', () => {
       employerId: tenant.employerId,
       keyId: victimKey.id,
       webhookId,
-      deliveryId: '00000000-0000-0000-0000-000000000000',
+      deliveryId,
       scimUserId: String(scimUser.body.id),
       groupId: String(group.body.id),
     };
