@@ -8,6 +8,7 @@ import { retryParkedEvents } from '../projections/runner.ts';
 import { rebuildProjection } from '../projections/rebuild.ts';
 import { projectionStatuses } from '../projections/status.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { EMAIL_MAX, NAME_MAX } from './http/limits.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
@@ -99,7 +100,7 @@ async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
 }
 
 async function createTenant(service: Service, name: string | undefined, adminEmail: string | undefined, json: boolean) {
-  const input = z.object({ name: z.string().trim().min(1).max(200), adminEmail: z.string().trim().email() }).safeParse({ name, adminEmail });
+  const input = z.object({ name: z.string().trim().min(1).max(NAME_MAX), adminEmail: z.string().trim().max(EMAIL_MAX).email() }).safeParse({ name, adminEmail });
   if (!input.success) throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address).');
   const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
   const link = await issueSignInToken(service.ctx, { tenantId: employerId, actor: SYSTEM_ACTOR }, { userId: adminUserId, via: 'cli' });

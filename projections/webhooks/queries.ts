@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { notFound } from '../../src/http/errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './rows.ts';
 import { pageOf, pageQuery, type Keyset } from '../../src/http/page.ts';
+import { CODE_MAX } from '../../src/http/limits.ts';
 
 export const webhookSubscription = z
   .object({
@@ -140,7 +141,7 @@ export type DeliveryLogEntry = z.infer<typeof deliveryLogEntry>;
 
 export const deliveryFilters = pageQuery({ default: 20, max: 100 }).extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
-  event: z.string().max(100).optional(),
+  event: z.string().max(CODE_MAX).optional(),
 });
 
 const deliveryRow = z.object({

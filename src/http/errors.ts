@@ -19,7 +19,8 @@ export const errorBodySchema = z
 /** An error as the service understands it, before a route's shape is applied. */
 export type ServiceError = { status: number; code: string; message: string; details: Record<string, unknown> };
 
-export type ErrorShape = (error: ServiceError, request: FastifyRequest) => { body: unknown; contentType?: string };
+/** `request` is only the id when no request was parsed (a client error on the connection). */
+export type ErrorShape = (error: ServiceError, request: Pick<FastifyRequest, 'id'>) => { body: unknown; contentType?: string };
 
 export const defaultErrorShape: ErrorShape = (error, request) => ({
   body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
@@ -43,9 +44,9 @@ export function toServiceError(error: unknown): ServiceError {
   if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     const codes: Record<string, string> = {
       FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-      FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
       FST_ERR_CTP_EMPTY_JSON_BODY: 'VALIDATION_ERROR',
       FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+      FST_ERR_BAD_URL: 'MALFORMED_URL',
     };
     const code = codes[fastifyError.code] ?? (fastifyError.statusCode === 404 ? 'NOT_FOUND' : 'BAD_REQUEST');
     const message = code === 'MALFORMED_JSON' || fastifyError instanceof SyntaxError ? 'The request body is not valid JSON.' : fastifyError.message;

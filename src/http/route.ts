@@ -8,6 +8,8 @@ import { authenticate } from '../auth/authenticate.ts';
 import type { Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX } from './limits.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -22,11 +24,13 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   tags: string[];
   auth: Auth;
   body?: Body;
+  /** The body's schema for /api/openapi only, when the handler parses the body itself (SCIM, whose refusals carry their own scimType). */
+  documentedBody?: ZodType;
   params?: Params;
   querystring?: Query;
   responses: RouteResponses;
   errorShape?: ErrorShape;
-  /** Largest request body in bytes, when the server's default (5 MiB) does not fit the route. */
+  /** Largest request body in bytes, when the server's default (BODY_LIMIT_BYTES, 1 MiB) does not fit the route. */
   bodyLimit?: number;
   /**
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
@@ -58,6 +62,9 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
     config: { auth: route.auth, errorShape: route.errorShape },
     handler: async (request, reply) => {
       const principal = await authenticate(ctx, request, reply, route.auth);
+      assertStorableInput(request.params, 'params');
+      assertStorableInput(request.query, 'query');
+      assertStorableInput(request.body, 'body');
       const params = parseInput(route.params, request.params, 'params');
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
@@ -76,6 +83,44 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
   return parsed.data;
 }
 
+/**
+ * Refuses, whatever the route's schema, what no read model can hold: NUL characters (Postgres text and
+ * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
+ * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit).
+ * On every request's path: the field's path is only put together for a refusal.
+ */
+function assertStorableInput(input: unknown, where: string): void {
+  const path = [where];
+  const refuse = (message: string) => {
+    const field = path.join('.');
+    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
+  };
+  const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
+  const visit = (value: unknown, depth: number): void => {
+    if (typeof value === 'string') {
+      if (!storable(value)) refuse('must not contain NUL characters or unpaired surrogates');
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    if (depth >= JSON_DEPTH_MAX) refuse(`nested deeper than ${JSON_DEPTH_MAX} levels`);
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) {
+        path.push(String(index));
+        visit(value[index], depth + 1);
+        path.pop();
+      }
+      return;
+    }
+    for (const key of Object.keys(value)) {
+      if (!storable(key)) refuse('property names must not contain NUL characters or unpaired surrogates');
+      path.push(key);
+      visit((value as Record<string, unknown>)[key], depth + 1);
+      path.pop();
+    }
+  };
+  visit(input, 0);
+}
+
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {
   const responses: Record<string, ResponseConfig> = {};
   for (const [status, response] of Object.entries(route.responses)) {
@@ -90,6 +135,9 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     }
   }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
+  if (route.body ?? route.documentedBody) {
+    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body)` };
+  }
   const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
@@ -104,7 +152,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
         ...(route.idempotent ? { headers: idempotencyKeyHeaders } : {}),
-        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } } } } : {}),
+        ...(route.body ?? route.documentedBody ? { body: { content: { 'application/json': { schema: (route.body ?? route.documentedBody)! } } } } : {}),
       },
       responses,
     });

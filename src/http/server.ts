@@ -1,23 +1,38 @@
 // The fastify application: logging with redaction and request ids, one error handler, the capability
 // route plugins, health checks, and the OpenAPI description generated from the routes' zod schemas.
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { sql } from 'slonik';
 import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
-import { defaultErrorShape, sendServiceError, toServiceError } from './errors.ts';
+import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
+import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
 export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Error shapes of path prefixes (SCIM's envelope under /api/scim/v2), for errors raised before any
+     * route is found: a path that does not decode, headers over the limit. Route plugins add theirs.
+     */
+    errorShapesByPrefix: Map<string, ErrorShape>;
+  }
+}
+
 export const API_VERSION_INFO = { title: 'employer-integrations', version: '2026-02-01' };
 
 export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
+  const errorShapesByPrefix = new Map<string, ErrorShape>();
+  const shapeForPath = (path: string) => [...errorShapesByPrefix].find(([prefix]) => path.startsWith(prefix))?.[1] ?? defaultErrorShape;
   const fastify = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     trustProxy: resolveTrustProxy(ctx.config.TRUST_PROXY),
@@ -25,16 +40,23 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     },
-    bodyLimit: 5 * 1024 * 1024,
+    bodyLimit: BODY_LIMIT_BYTES,
     // A client must send its headers, and its whole request, in bounded time (else 408 and the
     // connection closes). Node checks these every connectionsCheckingInterval (30 s by default).
     requestTimeout: ctx.config.HTTP_REQUEST_TIMEOUT_MS,
     http: {
+      maxHeaderSize: HEADERS_LIMIT_BYTES,
       headersTimeout: ctx.config.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeout: ctx.config.HTTP_REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: Math.min(1_000, Math.ceil(ctx.config.HTTP_HEADERS_TIMEOUT_MS / 4)),
     },
+    // Path parameters are bounded by each route's zod schema (400 naming the field, in the route's
+    // shape); the router's own limit (414 in fastify's shape) is lifted to what the headers allow.
+    maxParamLength: HEADERS_LIMIT_BYTES,
+    frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
+  fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -43,7 +65,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifyFormbody);
 
   fastify.setErrorHandler((error, request, reply) => {
-    const serviceError = toServiceError(error);
+    const serviceError = (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? payloadTooLarge(request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : toServiceError(error);
     if (serviceError.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendServiceError(reply, request, serviceError, request.routeOptions.config?.errorShape ?? defaultErrorShape);
   });
@@ -82,4 +104,42 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
   return fastify;
+}
+
+/**
+ * 413 naming the route's limit. fastify refuses a body over it before parsing (by Content-Length, or
+ * while reading); the route's error shape applies (SCIM envelope with status "413" on SCIM routes).
+ */
+function payloadTooLarge(limitBytes: number): ServiceError {
+  return {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: `The request body is too large: the limit is ${formatBytes(limitBytes)}.`,
+    details: { limitBytes },
+  };
+}
+
+/**
+ * A request Node refused before fastify saw it (headers over HEADERS_LIMIT_BYTES, a timeout, broken
+ * HTTP): answered in the shape of the path's routes, as far as the request line could be read.
+ */
+function answerClientError(error: ConnectionError, socket: Socket, shapeForPath: (path: string) => ErrorShape) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const serviceError: ServiceError =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? { status: 431, code: 'HEADERS_TOO_LARGE', message: `The request line and headers are too large: the limit is ${formatBytes(HEADERS_LIMIT_BYTES)}.`, details: { limitBytes: HEADERS_LIMIT_BYTES } }
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? { status: 408, code: 'REQUEST_TIMEOUT', message: 'The request did not arrive in time.', details: {} }
+        : { status: 400, code: 'BAD_REQUEST', message: 'The request is not valid HTTP.', details: {} };
+  const rawPacket: unknown = error.rawPacket; // a Buffer at run time, whatever fastify's type says
+  const path = /^[A-Z]+ (\S+)/.exec(Buffer.isBuffer(rawPacket) ? rawPacket.toString('latin1', 0, 2048) : '')?.[1] ?? '/';
+  const { body, contentType } = shapeForPath(path)(serviceError, { id: randomUUID() });
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${serviceError.status} ${STATUS_CODES[serviceError.status]}\r\nContent-Type: ${contentType ?? 'application/json'}\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
 }

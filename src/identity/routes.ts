@@ -6,6 +6,7 @@ import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
 import { normaliseReturnTo } from '../sso/return-to.ts';
+import { TOKEN_MAX, URL_MAX } from '../http/limits.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
 import { findActiveSessionById } from '../../projections/identity/queries.ts';
 
@@ -29,7 +30,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
       'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` when the URL parser resolves it, against the public base URL, to a path on this service; otherwise (another origin, `//host`, `/\\host`, control characters, a scheme) to `/api/auth/session`.',
     tags: ['Identity'],
     auth: { public: true },
-    querystring: z.object({ token: z.string().min(1).max(200), next: z.string().max(2048).optional() }),
+    querystring: z.object({ token: z.string().min(1).max(TOKEN_MAX), next: z.string().max(URL_MAX).optional() }),
     responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
     handler: async ({ query, reply }) => {
       const session = await redeemSignInToken(ctx, { token: query.token });

@@ -7,10 +7,11 @@ import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed } from '../http/token-buckets.ts';
 import type { ErrorShape, ServiceError } from '../http/errors.ts';
+import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { findEmployerByScimToken } from '../sso/scim-token.ts';
-import { parseScimGroup, parseScimUser, selectAttributes } from './attributes.ts';
+import { parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
 import {
   createScimGroup,
   deleteScimGroup,
@@ -23,7 +24,7 @@ import {
 } from './commands.ts';
 import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse, SCIM_MAX_RESULTS } from './discovery.ts';
 import { ScimError, toScimErrorBody, type ScimErrorType } from './errors.ts';
-import { applyGroupPatch, applyUserPatch } from './patch.ts';
+import { applyGroupPatch, applyUserPatch, scimPatchRequestSchema } from './patch.ts';
 import {
   findScimGroup,
   findScimUser,
@@ -78,12 +79,13 @@ function asServiceError(error: unknown): unknown {
 const listQuery = z.object({
   filter: z
     .string()
+    .max(SCIM_QUERY_MAX)
     .optional()
     .transform((filter) => (filter?.trim() ? filter : undefined)),
   startIndex: z.coerce.number().int().default(1),
   count: z.coerce.number().int().default(SCIM_MAX_RESULTS),
-  attributes: z.string().optional(),
-  excludedAttributes: z.string().optional(),
+  attributes: z.string().max(SCIM_QUERY_MAX).optional(),
+  excludedAttributes: z.string().max(SCIM_QUERY_MAX).optional(),
 });
 /** A list request as the read-model query takes it: the filter translated to SQL, the count capped. */
 function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttributeMap): ListQuery {
@@ -94,13 +96,16 @@ function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttrib
   };
 }
 const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
-const userParams = z.object({ userId: z.string().min(1) });
-const groupParams = z.object({ groupId: z.string().min(1) });
+const userParams = z.object({ userId: z.string().min(1).max(ID_MAX) });
+const groupParams = z.object({ groupId: z.string().min(1).max(ID_MAX) });
+/** ResourceTypes and Schemas are named by id or schema URN. */
+const discoveryParams = z.object({ id: z.string().max(URL_MAX) });
 
 export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
   return async (fastify, { ctx }) => {
     // Okta's test suite posts plain JSON; RFC 7644 clients send application/scim+json.
     fastify.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    fastify.errorShapesByPrefix.set(SCIM_PATH, scimErrorShape);
     fastify.addHook('onRequest', async (request, reply) => {
       request.scimCaller = await authenticateScim(ctx, limiter, request, reply);
     });
@@ -143,7 +148,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'GET',
       url: '/ResourceTypes/:id',
       summary: 'One resource type',
-      params: z.object({ id: z.string() }),
+      params: discoveryParams,
       handler: async ({ params, reply }) => send(reply, 200, findDocument(buildResourceTypes(baseUrl), params.id, 'resource type')),
     });
     route({
@@ -156,7 +161,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'GET',
       url: '/Schemas/:id',
       summary: 'One schema, by its URN',
-      params: z.object({ id: z.string() }),
+      params: discoveryParams,
       handler: async ({ params, reply }) => send(reply, 200, findDocument(buildSchemas(baseUrl), params.id, 'schema')),
     });
 
@@ -187,6 +192,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'POST',
       url: '/Users',
       summary: 'Provision a PATIENT user (e-mail unique across employers, userName unique in the employer)',
+      documentedBody: scimUserSchema,
       querystring: selectionQuery,
       responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
@@ -205,6 +211,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PUT',
       url: '/Users/:userId',
       summary: 'Replace a user (Okta); active false deactivates',
+      documentedBody: scimUserSchema,
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
@@ -216,6 +223,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PATCH',
       url: '/Users/:userId',
       summary: "Patch a user in Okta's or Entra ID's dialect; active false deactivates",
+      documentedBody: scimPatchRequestSchema,
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
@@ -272,6 +280,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'POST',
       url: '/Groups',
       summary: 'Create a group; every member must be a user of the employer',
+      documentedBody: scimGroupSchema,
       querystring: selectionQuery,
       responses: { 201: { description: 'The created group', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
@@ -292,6 +301,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PUT',
       url: '/Groups/:groupId',
       summary: 'Replace a group: name, externalId and the complete member list',
+      documentedBody: scimGroupSchema,
       params: groupParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
@@ -304,6 +314,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PATCH',
       url: '/Groups/:groupId',
       summary: 'Patch a group: rename, externalId, add/remove/replace members (Okta and Entra ID dialects)',
+      documentedBody: scimPatchRequestSchema,
       params: groupParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {

@@ -7,6 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
+import { ID_MAX, SAML_CALLBACK_BODY_LIMIT_BYTES, SAML_RESPONSE_MAX, URL_MAX } from '../http/limits.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
@@ -63,7 +64,7 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
   };
 }
 
-const employerParams = z.object({ employerId: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
+const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
 const SSO_AUTH = { modes: ['session', 'apiKey'], scope: 'sso:manage' } as const;
 
 /**
@@ -118,7 +119,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
-      querystring: z.object({ returnTo: z.string().max(2048).optional() }),
+      querystring: z.object({ returnTo: z.string().max(URL_MAX).optional() }),
       responses: { 302: { description: 'To the IdP' }, 400: { description: 'SAML not enabled, or returnTo not allowed' }, 404: { description: 'Unknown employer' } },
       handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, params.employerId, query.returnTo), 302),
     });
@@ -131,10 +132,10 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
-      bodyLimit: 1024 * 1024, // the SAML core refuses responses over 512 KiB anyway
+      bodyLimit: SAML_CALLBACK_BODY_LIMIT_BYTES,
       body: z.object({
-        SAMLResponse: z.string().min(1),
-        RelayState: z.string().max(2048).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),
+        SAMLResponse: z.string().min(1).max(SAML_RESPONSE_MAX),
+        RelayState: z.string().max(URL_MAX).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),
       }),
       responses: {
         302: { description: 'To the sign-in exchange (or the returnTo carrying the token)' },
