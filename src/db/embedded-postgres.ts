@@ -190,6 +190,10 @@ async function startServer(binaries: string, databaseDir: string, port: number, 
   });
   // The server's log is not kept beyond start-up; draining it keeps the pipe from filling.
   server.stderr!.removeAllListeners('data').resume();
+  // A process that dies without stopping the service (an uncaught error) leaves no server behind.
+  const stopOnExit = () => server.kill('SIGINT');
+  process.on('exit', stopOnExit);
+  server.once('exit', () => process.removeListener('exit', stopOnExit));
   return server;
 }
 
