@@ -17,7 +17,7 @@ import { resolveEncryptionKey } from './crypto/encryption-key.ts';
 import { canConnect, embeddedConnectionUri, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
-import { closeDatabase, openDatabase } from './db/pools.ts';
+import { closeDatabase, openDatabase, planConnections } from './db/pools.ts';
 import { createEventStore } from './event-store/create.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
@@ -74,8 +74,9 @@ export async function startService(options: {
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
   const { connectionUri, embedded } = await connectDatabase(config);
-  const db = await openDatabase(connectionUri);
+  const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
@@ -128,7 +129,7 @@ export async function startService(options: {
   let worker: Runner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.pg, tasks });
+    worker = await startWorker({ pgPool: db.worker!, tasks });
   }
 
   let server: FastifyInstance | null = null;

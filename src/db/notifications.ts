@@ -55,14 +55,21 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
         } else deliver(message.channel, message.payload ?? '');
       });
       next.on('error', () => {
+        if (client !== next) return; // one that failed while connecting, or was replaced already
         client = null;
-        connecting = null;
         if (closed) return;
         setTimeout(() => void reconnect(), 500).unref();
       });
-      await next.connect();
-      for (const channel of [LISTENERS_CHANNEL, ...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
-      await next.query('SELECT pg_notify($1, $2)', [LISTENERS_CHANNEL, instanceId]);
+      try {
+        await next.connect();
+        for (const channel of [LISTENERS_CHANNEL, ...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
+        await next.query('SELECT pg_notify($1, $2)', [LISTENERS_CHANNEL, instanceId]);
+      } catch (error) {
+        // The next connect() tries afresh (the database may be down for a while: reconnect retries).
+        connecting = null;
+        await next.end().catch(() => {});
+        throw error;
+      }
       client = next;
       connecting = null;
       return next;
