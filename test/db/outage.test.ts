@@ -1,0 +1,124 @@
+// A real Postgres stopped and started again under a running service (all roles in one process): while
+// it is down every route answers 503 in its own error shape (never 500, never a hang) and readiness says
+// so within 2 s; when it returns, the pools, the LISTEN connection, the projection runner and the worker
+// resume by themselves, and every write acknowledged before, during or after the outage is there.
+// The run's shared Postgres is not the one stopped: this test starts its own.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
+import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+import { freePort } from '../support/ports.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import { apiClient, capabilitiesTrusting, waitUntil, webhookEnv, type ApiClient } from '../webhooks/helpers.ts';
+
+let dataDir: string;
+let port: number;
+let postgres: EmbeddedDatabase;
+let receiver: HttpsReceiver;
+let service: TestService;
+const startPostgres = () => startEmbeddedPostgres({ dataDir, port, databaseName: 'outage' });
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'ei-outage-pg-'));
+  port = await freePort();
+  postgres = await startPostgres();
+  receiver = await startHttpsReceiver();
+  service = await startTestService({ databaseUri: postgres.connectionUri, env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
+});
+afterAll(async () => {
+  await service?.stop();
+  await receiver?.close();
+  await postgres?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** Creates webhooks one after another until stopped, keeping the id of every one acknowledged with 201. */
+function startWriter(api: ApiClient) {
+  const acknowledged: string[] = [];
+  const refusals: Array<{ status: number; body: any }> = [];
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const response = await api.post('/api/employer/webhooks', { url: `${receiver.url}/in`, events: ['test.ping'] });
+      if (response.status === 201) acknowledged.push(response.body.id);
+      else {
+        refusals.push(response);
+        await new Promise((resolve) => setTimeout(resolve, 50)); // pacing while refused, not a wait for correctness
+      }
+    }
+  })();
+  return { acknowledged, refusals, stop: async () => ((running = false), await done) };
+}
+
+describe('a database outage under a running service', () => {
+  it('answers 503 while Postgres is down and recovers by itself, losing no acknowledged write', async () => {
+    const tenant = await service.createTenant();
+    const api = apiClient(service, tenant);
+    const sso = await api.post('/api/employer/sso', { scimEnabled: true });
+    expect(sso.status).toBe(200);
+    const scimHeaders = { authorization: `Bearer ${sso.body.scimBearerToken}` };
+    const writer = startWriter(api);
+    await waitUntil('writes before the outage', () => writer.acknowledged.length >= 5);
+
+    await postgres.stop();
+    const stoppedAt = Date.now();
+    const outageAnswer = await waitUntil('a 503 during the outage', async () => {
+      const response = await fetch(`${service.url}/api/employer/webhooks`, { headers: service.sessionHeaders(tenant.cookie) });
+      return response.status === 503 ? response : undefined;
+    }, 5000);
+    expect(Date.now() - stoppedAt).toBeLessThan(5000);
+    expect(outageAnswer.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await outageAnswer.json()).toEqual({ code: 'DATABASE_UNAVAILABLE', message: expect.any(String), requestId: expect.any(String) });
+
+    const readinessAskedAt = Date.now();
+    const readiness = await fetch(`${service.url}/readyz`);
+    expect(Date.now() - readinessAskedAt).toBeLessThan(2000);
+    expect(readiness.status).toBe(503);
+
+    const scim = await fetch(`${service.url}/api/scim/v2/Users`, { headers: scimHeaders });
+    expect(scim.status).toBe(503);
+    expect(scim.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await scim.json()).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '503' });
+    await waitUntil('writes refused during the outage', () => writer.refusals.length >= 3, 5000);
+
+    postgres = await startPostgres();
+    const restartedAt = Date.now();
+    // Read-your-writes again: a webhook created now is readable at once, as its creator expects.
+    await waitUntil('a write readable at once after the restart', async () => {
+      const created = await api.post('/api/employer/webhooks', { url: `${receiver.url}/after`, events: ['test.ping'] });
+      if (created.status !== 201) return false;
+      return (await api.get(`/api/employer/webhooks/${created.body.id}`)).status === 200;
+    }, 30_000);
+    expect(Date.now() - restartedAt).toBeLessThan(30_000);
+    const acknowledgedBefore = writer.acknowledged.length;
+    await waitUntil('writes acknowledged after the restart', () => writer.acknowledged.length >= acknowledgedBefore + 5, 30_000);
+    await writer.stop();
+
+    // Every refusal was a 503 in the documented shape; every acknowledged write is there.
+    expect(writer.refusals.length).toBeGreaterThan(0);
+    for (const refusal of writer.refusals) expect(refusal).toMatchObject({ status: 503, body: { code: 'DATABASE_UNAVAILABLE' } });
+    for (const id of writer.acknowledged) expect((await api.get(`/api/employer/webhooks/${id}`)).status, id).toBe(200);
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${service.url}/api/scim/v2/Users`, { headers: scimHeaders })).status).toBe(200);
+
+    // The projection runner, the job dispatcher and the worker resumed: a queued ping is delivered.
+    const [last] = writer.acknowledged.slice(-1);
+    expect((await api.post(`/api/employer/webhooks/${last}/ping`)).status).toBe(202);
+    await waitUntil('the ping delivered after the outage', () => receiver.requests.some((request) => request.path === '/in'), 30_000);
+
+    // The shared LISTEN connection is back too (it wakes this process when other processes write).
+    const admin = new pg.Client({ connectionString: postgres.connectionUri });
+    await admin.connect();
+    try {
+      await waitUntil('the LISTEN connection back', async () => {
+        const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'employer-integrations listener'`);
+        return rows[0].n === 1;
+      }, 10_000);
+    } finally {
+      await admin.end();
+    }
+  });
+});
