@@ -7,8 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Capability } from '../../src/capability.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
+import { fhirErrorShape } from '../../src/http/errors.ts';
+import { defineRoute } from '../../src/http/route.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { freePort } from '../support/ports.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -21,12 +25,31 @@ let receiver: HttpsReceiver;
 let service: TestService;
 const startPostgres = () => startEmbeddedPostgres({ dataDir, port, databaseName: 'outage' });
 
+/** FHIR routes are yet to come: a route reading the database in their error shape stands in for them. */
+const fhirStandIn: Capability = {
+  name: 'fhir-stand-in',
+  routes: [
+    async (fastify, { ctx }) => {
+      defineRoute(fastify, ctx, {
+        method: 'GET',
+        url: '/test/fhir/Patient',
+        summary: 'Test route in the FHIR error shape',
+        tags: ['Test'],
+        auth: { public: true },
+        errorShape: fhirErrorShape,
+        responses: { 200: { description: 'ok' } },
+        handler: async () => ({ resourceType: 'Bundle', total: await ctx.db.slonik.oneFirst(sql.unsafe`SELECT 0`) }),
+      });
+    },
+  ],
+};
+
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'ei-outage-pg-'));
   port = await freePort();
   postgres = await startPostgres();
   receiver = await startHttpsReceiver();
-  service = await startTestService({ databaseUri: postgres.connectionUri, env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
+  service = await startTestService({ databaseUri: postgres.connectionUri, env: webhookEnv(), capabilities: [...capabilitiesTrusting(receiver), fhirStandIn] });
 });
 afterAll(async () => {
   await service?.stop();
@@ -82,6 +105,10 @@ describe('a database outage under a running service', () => {
     expect(scim.status).toBe(503);
     expect(scim.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await scim.json()).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '503' });
+    const fhir = await fetch(`${service.url}/test/fhir/Patient`);
+    expect(fhir.status).toBe(503);
+    expect(fhir.headers.get('content-type')).toMatch(/^application\/fhir\+json/);
+    expect(await fhir.json()).toEqual({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'transient', diagnostics: expect.any(String) }] });
     await waitUntil('writes refused during the outage', () => writer.refusals.length >= 3, 5000);
 
     postgres = await startPostgres();
@@ -103,6 +130,7 @@ describe('a database outage under a running service', () => {
     for (const id of writer.acknowledged) expect((await api.get(`/api/employer/webhooks/${id}`)).status, id).toBe(200);
     expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
     expect((await fetch(`${service.url}/api/scim/v2/Users`, { headers: scimHeaders })).status).toBe(200);
+    expect((await fetch(`${service.url}/test/fhir/Patient`)).status).toBe(200);
 
     // The projection runner, the job dispatcher and the worker resumed: a queued ping is delivered.
     const [last] = writer.acknowledged.slice(-1);
