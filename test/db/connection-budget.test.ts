@@ -1,6 +1,8 @@
 // One process never holds more database connections than DATABASE_MAX_CONNECTIONS, counted by the
-// server (pg_stat_activity of the process's own database) while reads and commands load every pool.
+// server (pg_stat_activity of the process's own database) while reads and commands load every pool;
+// and when none is free, a request waits at most DATABASE_CONNECTION_WAIT_MS, then gets 503.
 import pg from 'pg';
+import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.ts';
 import { planConnections } from '../../src/db/pools.ts';
@@ -78,5 +80,28 @@ describe('a process under load', () => {
     expect(peak).toBeLessThanOrEqual(BUDGET);
     // The load did use the pools (the count is not trivially small).
     expect(peak).toBeGreaterThanOrEqual(5);
+  });
+});
+
+describe('a process whose connections are all busy', () => {
+  it('answers 503 DATABASE_UNAVAILABLE with Retry-After once DATABASE_CONNECTION_WAIT_MS has passed, not a hang', async () => {
+    const busy = await startTestService({ env: { DATABASE_MAX_CONNECTIONS: '10', DATABASE_CONNECTION_WAIT_MS: '300' } });
+    try {
+      const tenant = await busy.createTenant();
+      // Every read-model connection held by a slow statement; a session check needs one of them.
+      const { readModels } = busy.ctx.db.plan;
+      const holders = Array.from({ length: readModels }, () => busy.ctx.db.slonik.query(sql.unsafe`SELECT pg_sleep(5)`));
+      const askedAt = Date.now();
+      const response = await fetch(`${busy.url}/api/auth/session`, { headers: busy.sessionHeaders(tenant.cookie) });
+      const elapsed = Date.now() - askedAt;
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await response.json()).toEqual({ code: 'DATABASE_UNAVAILABLE', message: expect.any(String), requestId: expect.any(String) });
+      expect(elapsed).toBeLessThan(4000); // the statements hold their connections for 5 s
+      await Promise.all(holders);
+      expect((await fetch(`${busy.url}/api/auth/session`, { headers: busy.sessionHeaders(tenant.cookie) })).status).toBe(200);
+    } finally {
+      await busy.stop();
+    }
   });
 });
