@@ -153,5 +153,5 @@ describe('a database outage under a running service', () => {
     } finally {
       await admin.end();
     }
-  });
+  }, 120_000); // up to 5 s to notice, 30 s to recover, on a loaded machine's restarts
 });
