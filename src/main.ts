@@ -2,7 +2,6 @@
 // store, and then the roles asked for: HTTP API, projection runner (with the job dispatcher), worker.
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyInstance } from 'fastify';
-import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -22,7 +21,7 @@ import { createEventStore } from './event-store/create.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
-import { startWorker } from './worker/runner.ts';
+import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
 export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
@@ -126,10 +125,10 @@ export async function startService(options: {
     });
   }
 
-  let worker: Runner | null = null;
+  let worker: WorkerRunner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.worker!, tasks });
+    worker = await startWorker({ pgPool: db.worker!, tasks, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
   }
 
   let server: FastifyInstance | null = null;
