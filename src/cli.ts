@@ -11,6 +11,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { EMAIL_MAX, NAME_MAX } from './http/limits.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
+import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
@@ -58,7 +59,9 @@ async function main(argv: string[]) {
 
   // Operator commands run the projections in-process while they work, so what they write is readable
   // at once even when no server is running; with a server running, both runners share the work safely.
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: ['projections'] });
+  // A rebuild's statements (an index build over a large table) may rightly run for minutes.
+  const statementTimeout = command === 'projections' && subcommand === 'rebuild' ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
@@ -84,7 +87,7 @@ function parseRoles(text: string): Role[] {
 async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
   const service = await startService({ config, roles });
   const where = service.url ? ` on ${config.PUBLIC_BASE_URL} (listening at ${service.url})` : '';
-  console.log(`employer-integrations running [${roles.join(', ')}]${where}; database: ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.DATA_DIR}`}.`);
+  console.log(`employer-integrations running [${roles.join(', ')}]${where}; database: ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.DATA_DIR}`}; ${describePlan(service.ctx.db.plan)}.`);
   if (service.url) console.log('Create a first tenant with: npm run cli -- tenants create --name Acme --admin-email admin@acme.test');
   let signals = 0;
   const shutdown = (signal: string) => {

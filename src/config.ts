@@ -38,6 +38,12 @@ const configSchema = z
     SAML_CLOCK_SKEW_MS: z.coerce.number().int().min(0).default(120_000),
     /** Origins (besides our own) that a SAML `returnTo` may point at. Comma-separated. */
     RETURN_TO_ALLOWED_ORIGINS: z.string().default(''),
+    /** Every connection one process opens, split across its pools by role (src/db/pools.ts). */
+    DATABASE_MAX_CONNECTIONS: z.coerce.number().int().min(5).default(20),
+    /** How long a query waits for a free connection before the request gets 503 DATABASE_UNAVAILABLE. */
+    DATABASE_CONNECTION_WAIT_MS: z.coerce.number().int().positive().default(3000),
+    /** statement_timeout of every pooled connection; 0 for none. Migrations and rebuilds run without one. */
+    DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
   })
   .superRefine((env, ctx) => {
     if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {

@@ -2,7 +2,6 @@
 // store, and then the roles asked for: HTTP API, projection runner (with the job dispatcher), worker.
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyInstance } from 'fastify';
-import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
 import { auditProjection } from '../projections/audit/projection.ts';
 import type { Projection } from './event-store/projection.ts';
@@ -16,13 +15,13 @@ import { resolveEncryptionKey } from './crypto/encryption-key.ts';
 import { canConnect, embeddedConnectionUri, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
-import { closeDatabase, openDatabase } from './db/pools.ts';
+import { closeDatabase, openDatabase, planConnections } from './db/pools.ts';
 import { createEventStore } from './event-store/create.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
-import { startWorker } from './worker/runner.ts';
+import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
 export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
@@ -79,8 +78,9 @@ export async function startService(options: {
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
   const { connectionUri, embedded } = await connectDatabase(config);
-  const db = await openDatabase(connectionUri);
+  const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
@@ -139,10 +139,10 @@ export async function startService(options: {
     });
   }
 
-  let worker: Runner | null = null;
+  let worker: WorkerRunner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.pg, tasks });
+    worker = await startWorker({ pgPool: db.worker!, tasks, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
   }
 
   let server: FastifyInstance | null = null;

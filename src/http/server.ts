@@ -18,6 +18,8 @@ import { resolveTrustProxy } from './trust-proxy.ts';
 
 export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
 
+const READINESS_TIMEOUT_MS = 1500;
+
 declare module 'fastify' {
   interface FastifyInstance {
     /**
@@ -76,7 +78,11 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   fastify.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   fastify.get('/readyz', async (_request, reply) => {
     try {
-      await ctx.db.slonik.query(sql.unsafe`SELECT 1`);
+      // Answered within READINESS_TIMEOUT_MS even when connecting hangs or every connection is busy.
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no answer')), READINESS_TIMEOUT_MS);
+        ctx.db.slonik.query(sql.unsafe`SELECT 1`).then(resolve, reject).finally(() => clearTimeout(timer));
+      });
     } catch {
       return reply.status(503).send({ status: 'unavailable', database: 'unreachable' });
     }
