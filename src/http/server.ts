@@ -6,7 +6,7 @@ import fastifyFormbody from '@fastify/formbody';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import type { AppContext } from '../app-context.ts';
 import { defaultErrorShape, sendServiceError, toServiceError } from './errors.ts';
@@ -16,9 +16,19 @@ export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
 
 export const API_VERSION_INFO = { title: 'employer-integrations', version: '2026-02-01' };
 
+/** One log line per request, when it completes (fastify's default adds an "incoming request" line). */
+class OneLinePerRequest extends LogController {
+  override incomingRequest() {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    if (error) request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else request.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
 export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projectionsStalled: () => Promise<string[]> }): Promise<FastifyInstance> {
   const fastify = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
+    logController: new OneLinePerRequest(),
     trustProxy: resolveTrustProxy(ctx.config.TRUST_PROXY),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
@@ -26,8 +36,9 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     },
     bodyLimit: 5 * 1024 * 1024,
   });
-  fastify.addHook('onSend', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   await fastify.register(fastifyCookie);

@@ -85,7 +85,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
           maxFailures: body.maxFailures ?? DEFAULT_MAX_FAILURES,
         });
         reply.status(201).header('cache-control', 'no-store');
-        return { ...(await getWebhook(ctx.db.slonik, principal.employerId, webhookId)), signingSecret };
+        return { ...(await getWebhook(ctx.db.pg, principal.employerId, webhookId)), signingSecret };
       },
     });
 
@@ -101,7 +101,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
           schema: z.object({ webhooks: z.array(webhookSubscription), availableEvents: z.array(z.enum(WEBHOOK_EVENT_TYPES)) }).meta({ id: 'WebhookSubscriptionList' }),
         },
       },
-      handler: async ({ principal }) => ({ webhooks: await listWebhooks(ctx.db.slonik, principal.employerId), availableEvents: [...WEBHOOK_EVENT_TYPES] }),
+      handler: async ({ principal }) => ({ webhooks: await listWebhooks(ctx.db.pg, principal.employerId), availableEvents: [...WEBHOOK_EVENT_TYPES] }),
     });
 
     defineRoute(fastify, ctx, {
@@ -112,7 +112,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       auth,
       params: webhookParams,
       responses: { 200: { description: 'The subscription (never its secret)', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
-      handler: async ({ params, principal }) => getWebhook(ctx.db.slonik, principal.employerId, params.webhookId),
+      handler: async ({ params, principal }) => getWebhook(ctx.db.pg, principal.employerId, params.webhookId),
     });
 
     defineRoute(fastify, ctx, {
@@ -127,7 +127,7 @@ export function webhookRoutes(runtimeOf: (ctx: AppContext) => WebhookRuntime): R
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
         await updateWebhook(ctx, commandContextOf(principal, request.id), principal.employerId, params.webhookId, body);
-        return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
+        return getWebhook(ctx.db.pg, principal.employerId, params.webhookId);
       },
     });
 
