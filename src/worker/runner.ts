@@ -3,11 +3,14 @@ import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { silentWorkerLogger } from '../db/migrate.ts';
 
+/** Jobs one worker process runs at a time. */
+export const WORKER_CONCURRENCY = 16;
+
 export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number }): Promise<Runner> {
   return run({
     pgPool: deps.pgPool,
     taskList: deps.tasks,
-    concurrency: deps.concurrency ?? 16,
+    concurrency: deps.concurrency ?? WORKER_CONCURRENCY,
     noHandleSignals: true,
     pollInterval: 2000,
     logger: silentWorkerLogger(),
