@@ -146,12 +146,12 @@ export default async function readBench(args: string[]) {
     const serviceUrl = `http://127.0.0.1:${servicePort}`;
     const service = startProcess(
       [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'src/cli.ts', 'serve', '--role', 'api'],
-      { ...env, PORT: String(servicePort), PUBLIC_BASE_URL: serviceUrl, LOG_LEVEL: process.env.XLOG ?? 'info' },
+      { ...env, PORT: String(servicePort), PUBLIC_BASE_URL: serviceUrl, LOG_LEVEL: 'info' },
     );
     children.push(service);
     const referencePort = await freePort();
     const referenceUrl = `http://127.0.0.1:${referencePort}`;
-    const reference = startProcess([...(process.env.XREFPROF ? ['--cpu-prof', `--cpu-prof-dir=/tmp/h8/ref`] : []), 'bench/read.ts'], { READ_BENCH_REFERENCE: '1', DATABASE_URL: database.connectionUri, PORT: String(referencePort), EMPLOYER_ID: employerId });
+    const reference = startProcess(['bench/read.ts'], { READ_BENCH_REFERENCE: '1', DATABASE_URL: database.connectionUri, PORT: String(referencePort), EMPLOYER_ID: employerId });
     children.push(reference);
     await Promise.all([waitUntilServing(serviceUrl, service), waitUntilServing(referenceUrl, reference)]);
 
