@@ -30,7 +30,7 @@ export const webhookSubscription = z
 export type WebhookSubscriptionView = z.infer<typeof webhookSubscription>;
 
 // The subscription reads are the API's hot read path: plain pg statements, named so that each
-// connection parses and plans them once (slonik's per-query work had cost as much as the rest of the
+// connection parses them once (slonik's per-query work had cost as much as the rest of the
 // request; `npm run bench -- read`). The benchmark's reference server runs these same statements.
 type SubscriptionRow = {
   id: string;
