@@ -67,19 +67,20 @@ export async function endUserSessions(ctx: AppContext, employerId: string, userI
   for (const sessionId of sessionIds) await endSession(ctx, employerId, sessionId, 'user_deactivated', context);
 }
 
-const sessionRow = z.object({
-  session_id: z.string(),
-  employer_id: z.string(),
-  user_id: z.string(),
-  role: z.string(),
-  email: z.string(),
-  expires_at: z.string(),
-});
+type SessionRow = { session_id: string; employer_id: string; user_id: string; role: string; email: string; expires_at: Date };
 
-/** The live session behind a cookie secret, or null (unknown, ended, expired, or user deactivated). */
-export async function findActiveSession(ctx: AppContext, sessionSecret: string) {
-  return ctx.db.slonik.maybeOne(sql.type(sessionRow)`
-    SELECT s.session_id, s.employer_id, s.user_id, u.role, u.email, s.expires_at
-    FROM sessions s JOIN users u ON u.id = s.user_id AND u.employer_id = s.employer_id
-    WHERE s.session_hash = ${sha256Hex(sessionSecret)} AND s.ended_at IS NULL AND s.expires_at > now() AND u.active`);
+/**
+ * The live session behind a cookie secret, or null (unknown, ended, expired, or user deactivated).
+ * Every cookie-authenticated request runs it: a named pg statement, like the other hot reads
+ * (ARCHITECTURE.md, "Reads at the hardware's pace").
+ */
+export async function findActiveSession(ctx: AppContext, sessionSecret: string): Promise<SessionRow | null> {
+  const { rows } = await ctx.db.pg.query<SessionRow>({
+    name: 'sessions.find-active',
+    text: `SELECT s.session_id, s.employer_id, s.user_id, u.role, u.email, s.expires_at
+           FROM sessions s JOIN users u ON u.id = s.user_id AND u.employer_id = s.employer_id
+           WHERE s.session_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now() AND u.active`,
+    values: [sha256Hex(sessionSecret)],
+  });
+  return rows[0] ?? null;
 }
