@@ -4,8 +4,10 @@
 // as processes of their own on one embedded Postgres; autocannon, in this process, drives each for
 // `seconds` at 32 connections, alternating (service, reference, reference, service), and the ratio
 // service/reference of the mean req/s is what to read: this host's speed varies 2x between runs.
-// With `--profile`, the service runs under `node --cpu-prof` and its top self-time functions are
-// printed afterwards.
+// Beside the rates, each process's CPU time per request (from /proc), which this host's other load
+// disturbs less. With `--profile`, the service runs under `node --cpu-prof` and its top self-time
+// functions are printed afterwards; the profiler slows the service, so take the ratio from a run
+// without it.
 //   npm run bench -- read [seconds per run=10] [subscriptions=5] [--profile]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
