@@ -52,8 +52,9 @@ const WORKER_POOL_SIZE = 4;
 
 /**
  * Splits a process's connection budget: one LISTEN connection; in worker processes graphile-worker's
- * pool and the lease; the rest shared by weight, read models 2, event store 1, general pg pool 1 (reads
- * dominate every role: the API's queries, the projections' transactions, the worker's delivery rows).
+ * pool and the lease; the rest shared by weight, read models 3, general pg pool 3, event store 2 (reads
+ * dominate every role: the API's queries, the projections' transactions, the worker's delivery rows;
+ * the pg pool carries the hot reads, named statements such as the webhook list and session lookups).
  */
 export function planConnections(budget: number, roles: { worker: boolean }): ConnectionPlan {
   const listener = 1;
@@ -62,8 +63,8 @@ export function planConnections(budget: number, roles: { worker: boolean }): Con
   const shared = budget - listener - worker - workerLease;
   const minimum = listener + worker + workerLease + 4;
   if (shared < 4) throw new ConfigError(`Invalid configuration:\n  DATABASE_MAX_CONNECTIONS: ${budget} is too small for these roles; at least ${minimum}`);
-  const eventStore = Math.max(1, Math.floor(shared / 4));
-  const pgPool = Math.max(1, Math.floor(shared / 4));
+  const eventStore = Math.max(1, Math.floor((shared * 2) / 8));
+  const pgPool = Math.max(1, Math.floor((shared * 3) / 8));
   const readModels = shared - eventStore - pgPool;
   return { readModels, eventStore, pg: pgPool, listener, worker, workerLease, total: budget };
 }

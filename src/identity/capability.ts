@@ -17,7 +17,7 @@ export const identityCapability: Capability = {
   // Sessions are this capability's; authentication (core) asks it through the context.
   setup: async (ctx) => {
     ctx.sessionLookup = async (sessionSecret) => {
-      const session = await findActiveSession(ctx.db.slonik, sha256Hex(sessionSecret));
+      const session = await findActiveSession(ctx.db.pg, sha256Hex(sessionSecret));
       return session && { sessionId: session.session_id, employerId: session.employer_id, userId: session.user_id, role: session.role };
     };
   },

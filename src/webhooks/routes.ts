@@ -88,7 +88,7 @@ export function webhookRoutes(): RoutePlugin {
           maxFailures: body.maxFailures ?? DEFAULT_MAX_FAILURES,
         });
         reply.status(201).header('cache-control', 'no-store');
-        return { ...(await getWebhook(ctx.db.slonik, principal.employerId, webhookId)), signingSecret };
+        return { ...(await getWebhook(ctx.db.pg, principal.employerId, webhookId)), signingSecret };
       },
     });
 
@@ -108,7 +108,7 @@ export function webhookRoutes(): RoutePlugin {
         },
       },
       handler: async ({ query, principal }) => {
-        const { webhooks, next } = await listWebhooks(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        const { webhooks, next } = await listWebhooks(ctx.db.pg, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
         return { webhooks, availableEvents: [...WEBHOOK_EVENT_TYPES], nextCursor: encodeCursor(next) };
       },
     });
@@ -121,7 +121,7 @@ export function webhookRoutes(): RoutePlugin {
       auth,
       params: webhookParams,
       responses: { 200: { description: 'The subscription (never its secret)', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
-      handler: async ({ params, principal }) => getWebhook(ctx.db.slonik, principal.employerId, params.webhookId),
+      handler: async ({ params, principal }) => getWebhook(ctx.db.pg, principal.employerId, params.webhookId),
     });
 
     defineRoute(fastify, ctx, {
@@ -136,7 +136,7 @@ export function webhookRoutes(): RoutePlugin {
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
         await updateWebhook(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, ...body });
-        return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
+        return getWebhook(ctx.db.pg, principal.employerId, params.webhookId);
       },
     });
 

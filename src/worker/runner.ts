@@ -15,6 +15,9 @@ export type WorkerRunner = { stop(): Promise<void> };
 
 const RESTART_DELAY_MS = 1000;
 
+/** Jobs one worker process runs at a time. */
+export const WORKER_CONCURRENCY = 16;
+
 export async function startWorker(deps: {
   pgPool: pg.Pool;
   tasks: TaskList;
@@ -34,7 +37,7 @@ export async function startWorker(deps: {
     const runner = await run({
       pgPool: deps.pgPool,
       taskList: deps.tasks,
-      concurrency: deps.concurrency ?? 16,
+      concurrency: deps.concurrency ?? WORKER_CONCURRENCY,
       noHandleSignals: true,
       pollInterval: 2000,
       logger: silentWorkerLogger(),
