@@ -79,7 +79,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     },
     // Path parameters are bounded by each route's zod schema (400 naming the field, in the route's
     // shape); the router's own limit (414 in fastify's shape) is lifted to what the headers allow.
-    maxParamLength: HEADERS_LIMIT_BYTES,
+    routerOptions: { maxParamLength: HEADERS_LIMIT_BYTES },
     frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });

@@ -20,12 +20,16 @@ describe('HTTP request and header timeouts', () => {
       const socket: Socket = connect(Number(port), hostname);
       const startedAt = Date.now();
       let answer = '';
-      const drip = setInterval(() => socket.writable && socket.write(chunk), 50);
+      let drip: ReturnType<typeof setInterval> | undefined;
       const bound = setTimeout(() => {
         socket.destroy();
         reject(new Error(`the server kept the connection open for 10 s; it answered ${JSON.stringify(answer)}`));
       }, 10_000);
-      socket.on('connect', () => socket.write(start));
+      // The drip starts once `start` is written: a chunk queued before it (a slow connect) is not HTTP.
+      socket.on('connect', () => {
+        socket.write(start);
+        drip = setInterval(() => socket.writable && socket.write(chunk), 50);
+      });
       socket.on('data', (data) => (answer += data.toString('latin1')));
       socket.on('error', () => {});
       socket.on('close', () => {
