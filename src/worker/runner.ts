@@ -3,8 +3,10 @@ import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { silentWorkerLogger } from '../db/migrate.ts';
 
-export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number }): Promise<Runner> {
+export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number; crontab?: string }): Promise<Runner> {
   return run({
+    // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
+    ...(deps.crontab ? { crontab: deps.crontab } : {}),
     pgPool: deps.pgPool,
     taskList: deps.tasks,
     concurrency: deps.concurrency ?? 16,
