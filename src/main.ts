@@ -119,6 +119,7 @@ export async function startService(options: {
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    mailer: null,
     encryptionKey: await resolveEncryptionKey(config),
     auditSigner,
     shutdownHooks: [],

@@ -1,0 +1,41 @@
+// Events of the scheduled operational jobs (spec 4.7): an integration alert and a monthly API key
+// inventory review, each in a stream of its own per employer and period, so a second run of the same
+// hour (month) finds it recorded and records nothing. The zod schemas are the events' shapes.
+import { z } from 'zod';
+
+export const ipRejectionAlertData = z.object({
+  /** UTC hour the alert belongs to, `2026-11-23T08`. */
+  hour: z.string(),
+  windowStart: z.string(),
+  windowEnd: z.string(),
+  threshold: z.number().int(),
+  rejections: z.number().int(),
+  /** Per key and client address, most rejections first. */
+  sources: z.array(z.object({ keyId: z.string(), keyName: z.string().nullable(), ip: z.string(), rejections: z.number().int() })),
+});
+export type IpRejectionAlertData = z.infer<typeof ipRejectionAlertData>;
+
+const flaggedKey = z.object({ keyId: z.string(), name: z.string(), lastUsedAt: z.string().nullable(), expiresAt: z.string().nullable() });
+export const inventoryReviewData = z.object({
+  /** UTC month reviewed, `2026-11`. */
+  month: z.string(),
+  activeKeys: z.number().int(),
+  expectedMin: z.number().int(),
+  expectedMax: z.number().int(),
+  /** Whether the active key count lies outside [expectedMin, expectedMax]. */
+  countOutOfBounds: z.enum(['below', 'above']).nullable(),
+  staleDays: z.number().int(),
+  expiringDays: z.number().int(),
+  staleKeys: z.array(flaggedKey),
+  expiringKeys: z.array(flaggedKey),
+  /** Anything to act on: the admins are e-mailed. */
+  flagged: z.boolean(),
+});
+export type InventoryReviewData = z.infer<typeof inventoryReviewData>;
+
+export type IntegrationAlertRaised = { type: 'IntegrationAlertRaised'; data: IpRejectionAlertData };
+export type ApiKeyInventoryReviewed = { type: 'ApiKeyInventoryReviewed'; data: InventoryReviewData };
+export type OperationsEvent = IntegrationAlertRaised | ApiKeyInventoryReviewed;
+
+/** Event type -> data schema (the event registry's form on the h1-layout branch: eventSchema(type, data)). */
+export const operationsEventData = { IntegrationAlertRaised: ipRejectionAlertData, ApiKeyInventoryReviewed: inventoryReviewData } as const;
