@@ -43,12 +43,13 @@ export function auditChainProjection(deps: { signer: AuditSigner; checkpointEver
       const checkpoints = [...heads.values()]
         .filter((head) => employers.includes(head.employer_id) && head.seq - head.checkpointed_seq >= deps.checkpointEveryEvents)
         .map((head) => signCheckpoint(deps.signer.privateKey, { employerId: head.employer_id, seq: head.seq, headHash: head.hash, signedAt }));
-      await tx.query(sql.unsafe`
-        INSERT INTO audit_chain (employer_id, seq, event_id, prev_hash, hash)
-        SELECT employer_id, seq, event_id, prev_hash, hash
-        FROM jsonb_to_recordset(${sql.jsonb(links)}) AS r(employer_id text, seq bigint, event_id uuid, prev_hash text, hash text)`);
       const newHeads = employers.map((employerId) => heads.get(employerId)!);
+      // One statement for the links and the heads: this runs for every batch of every tenant.
       await tx.query(sql.unsafe`
+        WITH links AS (
+          INSERT INTO audit_chain (employer_id, seq, event_id, prev_hash, hash)
+          SELECT employer_id, seq, event_id, prev_hash, hash
+          FROM jsonb_to_recordset(${sql.jsonb(links)}) AS r(employer_id text, seq bigint, event_id uuid, prev_hash text, hash text))
         INSERT INTO audit_chain_heads (employer_id, seq, hash)
         SELECT employer_id, seq, hash FROM jsonb_to_recordset(${sql.jsonb(newHeads)}) AS r(employer_id text, seq bigint, hash text)
         ON CONFLICT (employer_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`);
