@@ -17,7 +17,7 @@ import {
   type RecordedEvent,
   type Subscription,
 } from '../src/event-store/port.ts';
-import type { Projection } from '../src/event-store/projection.ts';
+import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
 import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
@@ -106,7 +106,7 @@ async function applyBatchWith(
     const { checkpoint, hasParked } = await lockCheckpoint(tx, projection.name);
     const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
     if (fresh.length === 0) return { applied: 0, parked: [] };
-    const relevant = fresh.filter((event) => projection.eventTypes.includes(event.type));
+    const relevant = fresh.filter((event) => handlesEventType(projection, event.type));
     const waiting = hasParked ? await waitingStreams(tx, projection.name) : new Map<string, string>();
     const { applied, setAside } = await applyInOrder(tx, projection, relevant, waiting, options.failedAttempts !== null);
     if (setAside.length > 0) await park(tx, projection.name, setAside, (options.failedAttempts ?? 0) + 1);
@@ -261,7 +261,7 @@ export async function startProjectionRunner(deps: {
         // commands waiting for this projection learn the new position from the announcement alone. It
         // is stored anyway every PASSED_STORE_MS, so that operators' counts of pending events (status,
         // readiness) start from a recent position instead of scanning what was skipped since.
-        if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
+        if (!batch.some((event) => handlesEventType(projection, event.type))) {
           await announcePassed(projection.name, end);
           if (performance.now() - storedAt >= PASSED_STORE_MS) {
             storedAt = performance.now();

@@ -5,7 +5,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { START, formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
 import { parkedCounts } from './parking.ts';
-import type { Projection } from '../src/event-store/projection.ts';
+import { eventTypeFilterOf, type Projection } from '../src/event-store/projection.ts';
 
 /** Readiness counts pending events up to this: enough to say how far behind, cheap on every probe. */
 export const READINESS_COUNT_LIMIT = 1000;
@@ -40,7 +40,7 @@ export async function projectionStatuses(deps: { pool: DatabasePool; eventStore:
   const known = await Promise.all(
     deps.projections.map(async (projection): Promise<ProjectionStatus> => {
       const checkpoint = checkpoints.get(projection.name);
-      const pending = await deps.eventStore.countEventsAfter(checkpoint?.position ?? START, { types: projection.eventTypes, limit: deps.countLimit });
+      const pending = await deps.eventStore.countEventsAfter(checkpoint?.position ?? START, { types: eventTypeFilterOf(projection), limit: deps.countLimit });
       return {
         projection: projection.name,
         position: checkpoint ? formatPosition(checkpoint.position) : null,
@@ -78,7 +78,7 @@ export async function projectionReadiness(deps: { pool: DatabasePool; eventStore
     deps.projections.map(async (projection) => {
       const checkpoint = checkpoints.get(projection.name);
       if (!checkpoint?.idle) return;
-      const pending = await deps.eventStore.countEventsAfter(checkpoint.position, { types: projection.eventTypes, limit: READINESS_COUNT_LIMIT });
+      const pending = await deps.eventStore.countEventsAfter(checkpoint.position, { types: eventTypeFilterOf(projection), limit: READINESS_COUNT_LIMIT });
       if (pending > 0) lag[projection.name] = pending;
     }),
   );

@@ -4,6 +4,8 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ApiKeyPipeline } from './api-keys/pipeline.ts';
+import type { AuditSigner } from './audit/signing-key.ts';
+import type { Mailer } from './operations/mailer.ts';
 import type { Principal, Role, Scope } from './auth/principal.ts';
 import type { Config } from './config.ts';
 import type { Notifications } from './db/notifications.ts';
@@ -44,6 +46,10 @@ export type AppContext = {
   scimTokens: ScimTokenCache | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */
   encryptionKey: KeyObject;
+  /** Alert e-mails: SMTP_URL, or .eml files in DATA_DIR/outbox (src/operations/mailer.ts). */
+  mailer: Mailer | null;
+  /** Ed25519 key of the audit chain's checkpoints, from AUDIT_SIGNING_KEY (src/audit/signing-key.ts). */
+  auditSigner: AuditSigner;
   /** Work to finish on shutdown (telemetry flushes and the like), run after the HTTP server closes. */
   shutdownHooks: Array<() => Promise<void>>;
 };

@@ -15,6 +15,9 @@ import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
+import { describeFailure, describeSuccess } from '../scripts/verify-audit-chain.mjs';
+import { auditRecords, waitForSealing } from './audit/replay.ts';
+import { verifyTenantChain } from './audit/verify.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -25,7 +28,9 @@ const USAGE = `Usage: npm run cli -- <command>
   projections status [--json]                 each projection's position, lag and parked events
   projections retry <name>                    apply that projection's parked events again (after a fix)
   projections rebuild [<name>]                rebuild one projection (or all) from the first event
-  events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
+  events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
+                                             ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
+  events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
 
@@ -69,6 +74,7 @@ async function main(argv: string[]) {
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
+    if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
     await service.stop();
@@ -187,29 +193,34 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
   if (format !== 'ndjson' && format !== 'table') throw new UsageError('--format takes ndjson or table.');
   let after = from ? parsePosition(from) : START;
   const write = (text: string) => new Promise<void>((resolve) => (process.stdout.write(text) ? resolve() : process.stdout.once('drain', resolve)));
+  if (format === 'ndjson') {
+    await waitForSealing(service.ctx);
+    let out = '';
+    for await (const record of auditRecords(service.ctx, tenantId, after)) {
+      out += `${JSON.stringify(record)}\n`;
+      if (out.length >= 1 << 16) await write(out), (out = '');
+    }
+    return void (await write(out));
+  }
   for (;;) {
     const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
     if (batch.length === 0) break;
     let out = '';
     for (const event of batch) {
-      if (format === 'ndjson') {
-        out += `${JSON.stringify({
-          position: formatPosition(event.position),
-          streamName: event.streamName,
-          streamRevision: Number(event.streamRevision),
-          eventId: event.eventId,
-          type: event.type,
-          recordedAt: event.recordedAt,
-          metadata: event.metadata,
-          data: event.data,
-        })}\n`;
-      } else {
-        out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}\n`;
-      }
+      out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}\n`;
     }
     await write(out);
     after = batch[batch.length - 1]!.position;
   }
+}
+
+async function verifyEvents(service: Service, tenantId: string | undefined) {
+  if (!tenantId) throw new UsageError('events verify needs --tenant <employerId>.');
+  const { ctx } = service;
+  await waitForSealing(ctx);
+  const result = await verifyTenantChain(ctx, tenantId);
+  console.log(result.ok ? describeSuccess(result) : describeFailure(result));
+  if (!result.ok) process.exitCode = 1;
 }
 
 /** A progress bar on a terminal; plain lines (every 10%) otherwise, so logs stay readable. */

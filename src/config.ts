@@ -44,6 +44,21 @@ const configSchema = z
     DATABASE_CONNECTION_WAIT_MS: z.coerce.number().int().positive().default(3000),
     /** statement_timeout of every pooled connection; 0 for none. Migrations and rebuilds run without one. */
     DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+    /** Ed25519 private key (PKCS#8 PEM, or DER in base64) signing audit chain checkpoints. */
+    AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+    /** A checkpoint is signed after this many sealed events of an employer (and every 10 minutes). */
+    AUDIT_CHECKPOINT_EVERY_EVENTS: z.coerce.number().int().positive().default(1000),
+    /** Bearer secret of GET /api/cron/*; unset: those endpoints answer 503 (the in-process crontab still runs). */
+    CRON_SECRET: z.string().min(16).optional(),
+    /** smtp(s)://user:pass@host:port for alert e-mails; unset: .eml files in DATA_DIR/outbox. */
+    SMTP_URL: z.string().url().optional(),
+    MAIL_FROM: z.string().min(3).default('employer-integrations <no-reply@localhost>'),
+    /** API_KEY_IP_NOT_ALLOWED rejections of an employer within an hour that raise an alert. */
+    INTEGRATION_ALERT_IP_REJECTIONS_THRESHOLD: z.coerce.number().int().positive().default(10),
+    API_KEY_INVENTORY_EXPECTED_MIN: z.coerce.number().int().min(0).default(0),
+    API_KEY_INVENTORY_EXPECTED_MAX: z.coerce.number().int().min(0).default(50),
+    API_KEY_STALE_DAYS: z.coerce.number().int().positive().default(90),
+    API_KEY_EXPIRING_DAYS: z.coerce.number().int().positive().default(14),
   })
   .superRefine((env, ctx) => {
     if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {
@@ -54,6 +69,9 @@ const configSchema = z
     }
     if (env.NODE_ENV === 'production' && env.DATABASE_URL && !env.ENCRYPTION_KEY) {
       ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'is required when DATABASE_URL is set and NODE_ENV=production' });
+    }
+    if (env.API_KEY_INVENTORY_EXPECTED_MIN > env.API_KEY_INVENTORY_EXPECTED_MAX) {
+      ctx.addIssue({ code: 'custom', path: ['API_KEY_INVENTORY_EXPECTED_MIN'], message: 'is above API_KEY_INVENTORY_EXPECTED_MAX' });
     }
   });
 

@@ -4,7 +4,9 @@ import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { auditProjection } from '../projections/audit/projection.ts';
-import type { Projection } from './event-store/projection.ts';
+import { auditChainProjection } from '../projections/audit-chain/projection.ts';
+import { resolveAuditSigner, type AuditSigner } from './audit/signing-key.ts';
+import { handlesEventType, type Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
 import { projectionReadiness } from '../projections/status.ts';
 import type { AppContext } from './app-context.ts';
@@ -34,12 +36,13 @@ export type Service = {
   stop(): Promise<void>;
 };
 
-/** Every projection of the service: each capability's read models, the audit log, the job dispatcher. */
-export function allProjections(capabilities: Capability[]): Projection[] {
+/** Every projection of the service: each capability's read models, the audit log and chain, the job dispatcher. */
+export function allProjections(capabilities: Capability[], audit: { signer: AuditSigner; checkpointEveryEvents: number }): Projection[] {
   const auditMappers = Object.assign({}, ...capabilities.map((capability) => capability.auditMappers ?? {}));
   return [
     ...capabilities.flatMap((capability) => capability.projections ?? []),
     auditProjection(auditMappers),
+    auditChainProjection(audit),
     jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
   ];
 }
@@ -85,7 +88,11 @@ export async function startService(options: {
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
   const eventStore = await createEventStore(config, db, notifications, eventRegistryOf(capabilities));
-  const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
+  const auditSigner = await resolveAuditSigner(config);
+  const projections = [
+    ...allProjections(capabilities, { signer: auditSigner, checkpointEveryEvents: config.AUDIT_CHECKPOINT_EVERY_EVENTS }),
+    ...(options.extraProjections ?? []),
+  ];
 
   const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);
   const waitForProjections = createProjectionWaiter({
@@ -97,7 +104,7 @@ export async function startService(options: {
   // Only the read models that handle a command's events are waited for: an e-mail reservation, which
   // no read model shows, costs no wait at all.
   const projectionsHandling = (eventTypes: readonly string[]) =>
-    awaitedProjections.filter((projection) => eventTypes.some((type) => projection.eventTypes.includes(type))).map((projection) => projection.name);
+    awaitedProjections.filter((projection) => eventTypes.some((type) => handlesEventType(projection, type))).map((projection) => projection.name);
   const ctx: AppContext = {
     config,
     db,
@@ -118,7 +125,9 @@ export async function startService(options: {
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    mailer: null,
     encryptionKey: await resolveEncryptionKey(config),
+    auditSigner,
     shutdownHooks: [],
   };
   for (const capability of capabilities) await capability.setup?.(ctx);
@@ -142,7 +151,8 @@ export async function startService(options: {
   let worker: WorkerRunner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.worker!, tasks, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
+    const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
+    worker = await startWorker({ pgPool: db.worker!, tasks, crontab, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
   }
 
   let server: FastifyInstance | null = null;

@@ -53,6 +53,11 @@ export type RecordedEvent<Event extends DomainEvent = DomainEvent> = Event & {
    * invalid data): `data` is then as stored. Only readAll and subscriptions deliver such events.
    */
   unreadable?: string;
+  /**
+   * The data and metadata as stored, when reading parsed or upcast them: what the audit chain hashes,
+   * so a later upcaster never changes the hash of an event written before it.
+   */
+  stored?: { data: Record<string, unknown>; metadata: EventMetadata };
 };
 
 /** 'no_stream': the stream must not exist; 'any': no check; a bigint: the stream's current last revision. */

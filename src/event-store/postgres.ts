@@ -344,7 +344,8 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
     // they are waiting all the same.
     async headPosition() {
       const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(
-        'SELECT transaction_id::text, global_position::text FROM events ORDER BY transaction_id DESC, global_position DESC LIMIT 1',
+        // Ordered by the columns, not by the text output columns of the same names ('999' > '1000').
+        'SELECT transaction_id::text, global_position::text FROM events ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1',
       );
       return rows[0] ? { commit: BigInt(rows[0].transaction_id), prepare: BigInt(rows[0].global_position) } : START;
     },

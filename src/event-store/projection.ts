@@ -12,8 +12,8 @@ export type Projection<Event extends DomainEvent = DomainEvent> = {
    * names them unqualified: a rebuild runs the same code with its own schema first on search_path.
    */
   tables: string[];
-  /** Event types it reads; the runner skips others without calling it. */
-  eventTypes: readonly Event['type'][];
+  /** Event types it reads (the runner skips others without calling it), or 'all' (the audit chain). */
+  eventTypes: readonly Event['type'][] | 'all';
   /** False for projections with effects outside their tables (job dispatch): replay would repeat them. */
   rebuildable?: boolean;
   /** Read models a command waits for (read-your-writes). False for background consumers. */
@@ -35,6 +35,15 @@ export function defineProjection<Event extends DomainEvent>(projection: Projecti
       return projection.apply(tx, events);
     },
   };
+}
+
+export function handlesEventType(projection: Pick<Projection, 'eventTypes'>, type: string): boolean {
+  return projection.eventTypes === 'all' || (projection.eventTypes as readonly string[]).includes(type);
+}
+
+/** The `types` filter of a count of a projection's events (undefined: every type). */
+export function eventTypeFilterOf(projection: Pick<Projection, 'eventTypes'>): readonly string[] | undefined {
+  return projection.eventTypes === 'all' ? undefined : projection.eventTypes;
 }
 
 /** Consecutive runs of events of one type, in order: lets a projection write each run in one statement. */

@@ -104,12 +104,16 @@ export function createEventRegistry(schemas: readonly EventSchema[]): EventRegis
     parse(event) {
       const result = read(event);
       if ('unreadable' in result) return { ...event, unreadable: result.unreadable };
-      return { ...event, data: result.data, metadata: { ...event.metadata, schemaVersion: result.version } };
+      return { ...event, data: result.data, metadata: { ...event.metadata, schemaVersion: result.version }, stored: storedFormOf(event) };
     },
     parseStrict(event) {
       const result = read(event);
       if ('unreadable' in result) throw new UnreadableEventError(event, result.unreadable);
-      return { ...event, data: result.data, metadata: { ...event.metadata, schemaVersion: result.version } };
+      return { ...event, data: result.data, metadata: { ...event.metadata, schemaVersion: result.version }, stored: storedFormOf(event) };
     },
   };
+}
+
+function storedFormOf(event: RecordedEvent): NonNullable<RecordedEvent['stored']> {
+  return event.stored ?? { data: event.data, metadata: event.metadata };
 }

@@ -24,6 +24,7 @@ export async function startWorker(deps: {
   concurrency?: number;
   /** Told when the runner stopped by itself and is being replaced. */
   onRestart?: (reason: unknown) => void;
+  crontab?: string;
 }): Promise<WorkerRunner> {
   let stopping = false;
   let current: Runner;
@@ -35,6 +36,8 @@ export async function startWorker(deps: {
     const poolIds: string[] = [];
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
     const runner = await run({
+      // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
+      ...(deps.crontab ? { crontab: deps.crontab } : {}),
       pgPool: deps.pgPool,
       taskList: deps.tasks,
       concurrency: deps.concurrency ?? WORKER_CONCURRENCY,
