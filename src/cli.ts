@@ -5,7 +5,7 @@ import cliProgress from 'cli-progress';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { readCheckpoint } from '../projections/runner.ts';
-import { rebuildProjection } from '../projections/rebuild.ts';
+import { RebuildAlreadyRunningError, rebuildProjection } from '../projections/rebuild.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
@@ -20,7 +20,8 @@ const USAGE = `Usage: npm run cli -- <command>
   tenants create --name <name> --admin-email <email> [--json]
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status                          each projection's position and lag
-  projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
+                                             stopped rebuild unless --restart
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
@@ -38,6 +39,7 @@ async function main(argv: string[]) {
       tenant: { type: 'string' },
       from: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
+      restart: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -60,7 +62,7 @@ async function main(argv: string[]) {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service);
-    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
@@ -128,7 +130,7 @@ async function projectionsStatus(service: Service) {
   console.table(rows);
 }
 
-async function projectionsRebuild(service: Service, name: string | undefined) {
+async function projectionsRebuild(service: Service, name: string | undefined, restart: boolean) {
   const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
   if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
   const total = await service.ctx.db.slonik.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM events`);
@@ -140,11 +142,17 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
       db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
+      restart,
       onProgress: ({ position }) => progress.update((read = Math.min(total, Number(position.prepare)))),
+    }).catch((error) => {
+      progress.stop();
+      // Another operator's rebuild of the same projection: say so, and change nothing.
+      throw error instanceof RebuildAlreadyRunningError ? new UsageError(error.message) : error;
     });
     progress.stop();
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+    const resumed = result.resumedFrom ? ` (resumed from ${formatPosition(result.resumedFrom)})` : '';
+    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied) in ${seconds.toFixed(1)} s${resumed}, now at ${formatPosition(result.position)}.`);
   }
 }
 
