@@ -57,7 +57,10 @@ async function main(argv: string[]) {
 
   // Operator commands run the projections in-process while they work, so what they write is readable
   // at once even when no server is running; with a server running, both runners share the work safely.
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: ['projections'] });
+  // A rebuild runs none: a second runner competing with the service's for every batch would only slow
+  // the live projections down while the rebuild works.
+  const rebuilding = command === 'projections' && subcommand === 'rebuild';
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: rebuilding ? [] : ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
