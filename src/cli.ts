@@ -5,7 +5,7 @@ import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { listParked } from '../projections/parking.ts';
 import { retryParkedEvents } from '../projections/runner.ts';
-import { rebuildProjection } from '../projections/rebuild.ts';
+import { RebuildAlreadyRunningError, rebuildProjection } from '../projections/rebuild.ts';
 import { projectionStatuses } from '../projections/status.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { issueSignInToken } from './identity/commands.ts';
@@ -22,7 +22,8 @@ const USAGE = `Usage: npm run cli -- <command>
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status [--json]                 each projection's position, lag and parked events
   projections retry <name>                    apply that projection's parked events again (after a fix)
-  projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
+                                             stopped rebuild unless --restart
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
@@ -40,6 +41,7 @@ async function main(argv: string[]) {
       tenant: { type: 'string' },
       from: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
+      restart: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -57,13 +59,16 @@ async function main(argv: string[]) {
 
   // Operator commands run the projections in-process while they work, so what they write is readable
   // at once even when no server is running; with a server running, both runners share the work safely.
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: ['projections'] });
+  // A rebuild runs none: a second runner competing with the service's for every batch would only slow
+  // the live projections down while the rebuild works.
+  const rebuilding = command === 'projections' && subcommand === 'rebuild';
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: rebuilding ? [] : ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
-    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
@@ -158,7 +163,7 @@ async function projectionsRetry(service: Service, name: string | undefined) {
   process.exitCode = 1;
 }
 
-async function projectionsRebuild(service: Service, name: string | undefined) {
+async function projectionsRebuild(service: Service, name: string | undefined, restart: boolean) {
   const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
   if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
   const total = await service.ctx.eventStore.countEventsAfter(START);
@@ -170,11 +175,19 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
       db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
+      restart,
       onProgress: (done) => progress.update((read = Math.min(total, done.read))),
+    }).catch((error) => {
+      progress.stop();
+      // Another operator's rebuild of the same projection: say so, and change nothing.
+      throw error instanceof RebuildAlreadyRunningError ? new UsageError(error.message) : error;
     });
     progress.stop();
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+    const resumed = result.resumedFrom ? ` (resumed from ${formatPosition(result.resumedFrom)})` : '';
+    console.log(
+      `${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s${resumed}, now at ${formatPosition(result.position)}.`,
+    );
   }
 }
 
