@@ -86,7 +86,7 @@ export async function rebuildProjection(deps: {
     let applied = saved?.applied ?? 0;
     let read = saved ? (await eventStore.countEventsAfter(START)) - (await eventStore.countEventsAfter(saved.position)) : 0;
     // Streams with a parked event (stream -> that event): their later events are parked behind it.
-    const waiting = saved ? await waitingStreams(db.slonik, rebuildParkingName(projection.name)) : new Map<string, string>();
+    let waiting: ReadonlyMap<string, string> = saved ? await waitingStreams(db.slonik, rebuildParkingName(projection.name)) : new Map<string, string>();
     const readPage = (after: Position) => eventStore.readAll({ after, maxCount: REBUILD_PAGE });
 
     /** Applies every visible event after `position` into the side tables, in short batch transactions. */
@@ -102,17 +102,18 @@ export async function rebuildProjection(deps: {
           if (lockLost) throw new Error(`Rebuild of ${projection.name} stopped: its lock connection failed (${lockLost.message}); run it again to resume.`);
           const batch = page.slice(offset, offset + REBUILD_BATCH);
           const end = batch[batch.length - 1]!.position;
-          const count = await db.slonik.transaction(async (tx) => {
-            const batchApplied = await applyIntoSideTables(tx, schema, projection, batch, waiting);
+          const done = await db.slonik.transaction(async (tx) => {
+            const result = await applyIntoSideTables(tx, schema, projection, batch, waiting);
             await tx.query(sql.unsafe`
               UPDATE public.projection_rebuilds
               SET position_commit = ${end.commit.toString()}::bigint, position_prepare = ${end.prepare.toString()}::bigint,
-                  events_applied = events_applied + ${batchApplied}, updated_at = now()
+                  events_applied = events_applied + ${result.applied}, updated_at = now()
               WHERE projection = ${projection.name}`);
-            return batchApplied;
+            return result;
           });
           position = end;
-          applied += count;
+          applied += done.applied;
+          waiting = done.waiting;
           read += batch.length;
           deps.onProgress?.({ applied, read, position });
         }
@@ -141,12 +142,13 @@ export async function rebuildProjection(deps: {
           let end = position;
           let tail = 0;
           let tailRead = 0;
-          // A copy: should this attempt roll back, so do the streams it parked.
-          const tailWaiting = new Map(waiting);
+          let tailWaiting = waiting;
           for (;;) {
             const page = await readPage(end);
             if (page.length === 0) break;
-            tail += await applyIntoSideTables(tx, schema, projection, page, tailWaiting);
+            const result = await applyIntoSideTables(tx, schema, projection, page, tailWaiting);
+            tail += result.applied;
+            tailWaiting = result.waiting;
             tailRead += page.length;
             end = page[page.length - 1]!.position;
             if (page.length < REBUILD_PAGE) break;
@@ -186,21 +188,24 @@ export async function rebuildProjection(deps: {
 /**
  * Applies the events of the projection's types with the side schema first on search_path (for the
  * rest of the transaction), parking under the rebuild's name those it cannot apply and the later
- * events of their streams (`waiting`, which it extends); returns how many it applied.
+ * events of streams with a parked event (`waiting`: stream -> that event). Returns how many it
+ * applied, and `waiting` as it is after them: a new map, which the caller keeps only once `tx` has
+ * committed (a transaction that rolls back, or is retried, parked nothing).
  */
 async function applyIntoSideTables(
   tx: DatabaseTransactionConnection,
   schema: string,
   projection: Projection,
   page: RecordedEvent[],
-  waiting: Map<string, string>,
-): Promise<number> {
+  waiting: ReadonlyMap<string, string>,
+): Promise<{ applied: number; waiting: ReadonlyMap<string, string> }> {
   const relevant = page.filter((event) => projection.eventTypes.includes(event.type));
-  if (relevant.length === 0) return 0;
+  if (relevant.length === 0) return { applied: 0, waiting };
   await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
-  const { applied, setAside } = await applyReplayParkingFailures(tx, projection, relevant, waiting);
+  const after = new Map(waiting);
+  const { applied, setAside } = await applyReplayParkingFailures(tx, projection, relevant, after);
   if (setAside.length > 0) await park(tx, rebuildParkingName(projection.name), setAside, 1);
-  return applied;
+  return { applied, waiting: after };
 }
 
 /** The checkpoint of a rebuild that stopped, if its side tables are still there; claims it for `owner`. */
@@ -219,8 +224,8 @@ async function resumableRebuild(lock: pg.Client, name: string, owner: string): P
 /**
  * Creates the side schema afresh, with tables that have the live ones' columns, defaults, constraints
  * and unique indexes (updates by key and ON CONFLICT need them during the replay), and the rebuild's
- * checkpoint at the start with none of its events parked, in one transaction. Every name is kept, so after the swap the tables look
- * exactly as the migrations made them. Postgres wrote the DDL text (pg_get_constraintdef,
+ * checkpoint at the start with none of its events parked, in one transaction. Every name is kept, so
+ * after the swap the tables look exactly as the migrations made them. Postgres wrote the DDL text (pg_get_constraintdef,
  * pg_get_indexdef) around our own schema and table names; nothing from a request reaches it.
  */
 async function createSideTables(lock: pg.Client, projection: Projection, schema: string, owner: string): Promise<void> {
