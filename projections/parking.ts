@@ -78,9 +78,11 @@ export async function park(db: CommonQueryMethods, projection: string, setAside:
  */
 export const rebuildParkingName = (projection: string) => `${projection}#rebuild`;
 
-export async function promoteRebuildParked(db: CommonQueryMethods, projection: string): Promise<void> {
+/** Returns how many events the rebuild parked. */
+export async function promoteRebuildParked(db: CommonQueryMethods, projection: string): Promise<number> {
   await db.query(sql.unsafe`DELETE FROM projection_parked_events WHERE projection = ${projection}`);
-  await db.query(sql.unsafe`UPDATE projection_parked_events SET projection = ${projection} WHERE projection = ${rebuildParkingName(projection)}`);
+  const { rowCount } = await db.query(sql.unsafe`UPDATE projection_parked_events SET projection = ${projection} WHERE projection = ${rebuildParkingName(projection)}`);
+  return rowCount;
 }
 
 const selectParked = sql.fragment`

@@ -5,7 +5,7 @@ import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { listParked } from '../projections/parking.ts';
 import { retryParkedEvents } from '../projections/runner.ts';
-import { rebuildProjection } from '../projections/rebuild.ts';
+import { RebuildAlreadyRunningError, rebuildProjection } from '../projections/rebuild.ts';
 import { projectionStatuses } from '../projections/status.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { EMAIL_MAX, NAME_MAX } from './http/limits.ts';
@@ -27,7 +27,8 @@ const USAGE = `Usage: npm run cli -- <command>
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status [--json]                 each projection's position, lag and parked events
   projections retry <name>                    apply that projection's parked events again (after a fix)
-  projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
+                                             stopped rebuild unless --restart
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
                                              ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
   events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)`;
@@ -47,6 +48,7 @@ async function main(argv: string[]) {
       tenant: { type: 'string' },
       from: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
+      restart: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -64,15 +66,18 @@ async function main(argv: string[]) {
 
   // Operator commands run the projections in-process while they work, so what they write is readable
   // at once even when no server is running; with a server running, both runners share the work safely.
-  // A rebuild's statements (an index build over a large table) may rightly run for minutes.
-  const statementTimeout = command === 'projections' && subcommand === 'rebuild' ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: ['projections'] });
+  // A rebuild runs no projection runner: a second runner competing with the service's for every batch
+  // would only slow the live projections down. Its statements (an index build over a large table) may
+  // rightly run for minutes.
+  const rebuilding = command === 'projections' && subcommand === 'rebuild';
+  const statementTimeout = rebuilding ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: rebuilding ? [] : ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
-    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
@@ -168,7 +173,7 @@ async function projectionsRetry(service: Service, name: string | undefined) {
   process.exitCode = 1;
 }
 
-async function projectionsRebuild(service: Service, name: string | undefined) {
+async function projectionsRebuild(service: Service, name: string | undefined, restart: boolean) {
   const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
   if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
   const total = await service.ctx.eventStore.countEventsAfter(START);
@@ -180,11 +185,19 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
       db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
+      restart,
       onProgress: (done) => progress.update((read = Math.min(total, done.read))),
+    }).catch((error) => {
+      progress.stop();
+      // Another operator's rebuild of the same projection: say so, and change nothing.
+      throw error instanceof RebuildAlreadyRunningError ? new UsageError(error.message) : error;
     });
     progress.stop();
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+    const resumed = result.resumedFrom ? ` (resumed from ${formatPosition(result.resumedFrom)})` : '';
+    console.log(
+      `${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s${resumed}, now at ${formatPosition(result.position)}.`,
+    );
   }
 }
 

@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listParked } from '../../projections/parking.ts';
+import { listParked, rebuildParkingName } from '../../projections/parking.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
-import { rebuildProjection } from '../../projections/rebuild.ts';
+import { REBUILD_BATCH, rebuildProjection } from '../../projections/rebuild.ts';
 import { applyBatch, applyBatchParkingFailures, readCheckpoint, retryParkedEvents } from '../../projections/runner.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, tenantStream, type EventStore, type RecordedEvent } from '../../src/event-store/port.ts';
@@ -17,7 +17,7 @@ const POISON = 13;
 
 /** The made-up events these tests append: a number each. */
 const probeEvents = createEventRegistry(
-  ['ProbeParked', 'ProbeDeadlocked', 'ProbeRebuilt'].map((type) => eventSchema(type, z.object({ n: z.number() }))),
+  ['ProbeParked', 'ProbeDeadlocked', 'ProbeRebuilt', 'ProbeResumed'].map((type) => eventSchema(type, z.object({ n: z.number() }))),
 );
 
 describe('parking events a projection cannot apply', () => {
@@ -69,7 +69,7 @@ describe('parking events a projection cannot apply', () => {
       // Waits (bounded) while another database's transaction on the shared server hides recent commits.
       events: async (count: number, after = START): Promise<RecordedEvent[]> => {
         for (let attempt = 0; attempt < 500; attempt++) {
-          const events = await store.readAll({ tenantId, after });
+          const events = await store.readAll({ tenantId, after, maxCount: count });
           if (events.length >= count) return events;
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
@@ -164,4 +164,40 @@ describe('parking events a projection cannot apply', () => {
     expect((await rows()).map((row) => row.n)).toEqual([1, POISON, 2]);
     expect(await listParked(database.db.slonik, { projection: projection.name, limit: 10 })).toEqual([]);
   });
+
+  it('a rebuild that stopped resumes with what it had parked: the later events of a parked stream still wait behind it', async () => {
+    const { projection, rows } = await probe('probe-resume', 'ProbeResumed');
+    const acme = tenant('ProbeResumed');
+    // The poisoned event in the first batch; the next event of its stream in the second, after 1,000 others.
+    await acme.append('b', POISON);
+    await acme.append('a', ...Array.from({ length: REBUILD_BATCH }, (_, i) => 100 + i));
+    await acme.append('b', 2);
+    const events = await acme.events(REBUILD_BATCH + 2);
+    let failed = false;
+    const stoppingInSecondBatch: Projection = {
+      ...projection,
+      async apply(tx, batch) {
+        // The server ends the connection once, in the second batch (the one with stream a's last event): the rebuild stops.
+        if (!failed && batch.some((event) => event.data.n === 100 + REBUILD_BATCH - 1)) {
+          failed = true;
+          throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+        }
+        await projection.apply(tx, batch);
+      },
+    };
+    await expect(rebuildProjection({ db: database.db, eventStore: store, projection: stoppingInSecondBatch })).rejects.toThrow(/terminating/);
+    expect((await listParked(database.db.slonik, { projection: rebuildParkingName(projection.name), limit: 10 })).map((row) => row.event_id)).toEqual([
+      events[0]!.eventId,
+    ]);
+
+    const resumed = await rebuildProjection({ db: database.db, eventStore: store, projection });
+    expect(resumed.resumedFrom).not.toBeNull();
+    expect(resumed).toMatchObject({ eventsApplied: REBUILD_BATCH, parked: 2 });
+    expect((await rows()).map((row) => row.n)).toEqual(Array.from({ length: REBUILD_BATCH }, (_, i) => 100 + i));
+    expect(await listParked(database.db.slonik, { projection: projection.name, limit: 10 })).toMatchObject([
+      { event_id: events[0]!.eventId, attempts: 1 },
+      { event_id: events[REBUILD_BATCH + 1]!.eventId, attempts: 0, error: expect.stringContaining(`waiting behind parked event ${events[0]!.eventId}`) },
+    ]);
+    expect(await listParked(database.db.slonik, { projection: rebuildParkingName(projection.name), limit: 10 })).toEqual([]);
+  }, 120_000); // a thousand events applied one by one (the batch with the poisoned one), on a loaded machine
 });
