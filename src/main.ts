@@ -1,6 +1,7 @@
 // Starts the service: database (embedded Postgres when DATABASE_URL is unset), migrations, event
 // store, and then the roles asked for: HTTP API, projection runner (with the job dispatcher), worker.
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
@@ -36,10 +37,10 @@ export type Service = {
 };
 
 /** Every projection of the service: each capability's read models, the audit log, the job dispatcher. */
-export function allProjections(capabilities: Capability[]): Projection[] {
+export function allProjections(capabilities: Capability[], encryptionKey: KeyObject): Projection[] {
   const auditMappers = Object.assign({}, ...capabilities.map((capability) => capability.auditMappers ?? {}));
   return [
-    ...capabilities.flatMap((capability) => capability.projections ?? []),
+    ...capabilities.flatMap((capability) => [...(capability.projections ?? []), ...(capability.keyedProjections?.(encryptionKey) ?? [])]),
     auditProjection(auditMappers),
     jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
   ];
@@ -80,7 +81,8 @@ export async function startService(options: {
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
   const eventStore = await createEventStore(config, db, notifications);
-  const projections = [...allProjections(capabilities), ...(options.extraProjections ?? [])];
+  const encryptionKey = await resolveEncryptionKey(config);
+  const projections = [...allProjections(capabilities, encryptionKey), ...(options.extraProjections ?? [])];
 
   const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);
   const waitForProjections = createProjectionWaiter({
@@ -113,7 +115,7 @@ export async function startService(options: {
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
-    encryptionKey: await resolveEncryptionKey(config),
+    encryptionKey,
     shutdownHooks: [],
   };
   for (const capability of capabilities) await capability.setup?.(ctx);
