@@ -11,6 +11,8 @@ import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
+import { erasePatient } from './patients/commands.ts';
+import { markErasedFields } from './patients/replay.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
@@ -21,6 +23,7 @@ const USAGE = `Usage: npm run cli -- <command>
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status                          each projection's position and lag
   projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
@@ -37,6 +40,7 @@ async function main(argv: string[]) {
       json: { type: 'boolean', default: false },
       tenant: { type: 'string' },
       from: { type: 'string' },
+      patient: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -61,6 +65,7 @@ async function main(argv: string[]) {
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service);
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
@@ -148,6 +153,12 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
   }
 }
 
+async function erase(service: Service, tenantId: string | undefined, patientId: string | undefined) {
+  if (!tenantId || !patientId) throw new UsageError('patients erase needs --tenant <employerId> and --patient <patientId>.');
+  const { erasedAt } = await erasePatient(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { patientId });
+  console.log(`Erased the personal data of patient ${patientId} (${erasedAt}).`);
+}
+
 async function replay(service: Service, tenantId: string | undefined, from: string | undefined, format: string) {
   if (!tenantId) throw new UsageError('events replay needs --tenant <employerId>.');
   if (format !== 'ndjson' && format !== 'table') throw new UsageError('--format takes ndjson or table.');
@@ -157,7 +168,7 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
     const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
     if (batch.length === 0) break;
     let out = '';
-    for (const event of batch) {
+    for (const event of await markErasedFields(service.ctx.db.slonik, tenantId, batch)) {
       if (format === 'ndjson') {
         out += `${JSON.stringify({
           position: formatPosition(event.position),

@@ -100,3 +100,12 @@ function blindIndexKey(encryptionKey: KeyObject): Buffer {
   }
   return key;
 }
+
+/** Which of `subjectIds` have been erased. */
+export async function erasedSubjects(db: CommonQueryMethods, employerId: string, subjectIds: readonly string[]): Promise<Set<string>> {
+  if (subjectIds.length === 0) return new Set();
+  const rows = await db.anyFirst(sql.type(z.object({ subject_id: z.string() }))`
+    SELECT subject_id FROM personal_data_keys
+    WHERE employer_id = ${employerId} AND subject_id = ANY(${sql.array([...new Set(subjectIds)], 'text')}) AND wrapped_key IS NULL`);
+  return new Set(rows);
+}
