@@ -14,6 +14,9 @@ import { indexValues, type FhirJson, type FhirResourceType } from '../../src/fhi
 
 type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null };
 
+/** Rows written as a later version: only these can have search values to replace. */
+const isUpdate = (row: Row) => row.version > 1;
+
 export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
   return {
     name: 'fhir-resources',
@@ -58,7 +61,7 @@ export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
 
 async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], encryptionKey: KeyObject) {
   if (rows.length === 0) return;
-  const column = <T>(pick: (row: Row) => T) => rows.map(pick);
+  const column = <T,>(pick: (row: Row) => T) => rows.map(pick);
   await tx.query(sql.unsafe`
     INSERT INTO fhir_resources (employer_id, resource_type, id, version_id, created_at, last_updated, patient_id, resource, erased)
     SELECT e, t, i, v, a, a, p, r::jsonb, r IS NULL
@@ -69,10 +72,11 @@ async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], en
     ON CONFLICT (employer_id, resource_type, id) DO UPDATE
       SET version_id = excluded.version_id, last_updated = excluded.last_updated, patient_id = excluded.patient_id,
           resource = excluded.resource, erased = excluded.erased`);
-  await tx.query(sql.unsafe`
-    DELETE FROM fhir_search_values s
-    USING unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[], ${sql.array(column((r) => r.id), 'text')}::text[]) AS x(e, t, i)
-    WHERE s.employer_id = x.e AND s.resource_type = x.t AND s.resource_id = x.i`);
+  // One resource at a time, by its index: a join with the batch could be planned as a scan of the
+  // whole table while it has no statistics yet (right after a large upload).
+  for (const row of rows.filter(isUpdate)) {
+    await tx.query(sql.unsafe`DELETE FROM fhir_search_values WHERE employer_id = ${row.employerId} AND resource_type = ${row.type} AND resource_id = ${row.id}`);
+  }
   const values = rows.flatMap((row) =>
     row.resource ? indexValues(row.type, row.resource, (email) => emailBlindIndex(encryptionKey, row.employerId, email)).map((value) => ({ row, ...value })) : [],
   );

@@ -28,19 +28,21 @@ function unwrap(row: z.infer<typeof keyRows>, employerId: string, encryptionKey:
 }
 
 /**
- * Creates a data key for each of `subjectIds` (new people) in one statement and returns them. A
- * subject that already has a row keeps it (and gets its existing key back, or none if erased).
+ * Creates a data key for each of `subjectIds` (new people, ids just minted) in one statement and
+ * returns them. An id that already has a key is a caller's bug: refused rather than overwritten.
  */
 export async function createDataKeys(db: CommonQueryMethods, encryptionKey: KeyObject, employerId: string, subjectIds: readonly string[]): Promise<Map<string, KeyObject>> {
   if (subjectIds.length === 0) return new Map();
-  const wrapped = subjectIds.map((subjectId) => encryptSecret(randomBytes(32).toString('base64'), encryptionKey, wrapContext(employerId, subjectId)));
-  await db.query(sql.unsafe`
-    INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key)
-    SELECT ${employerId}, s, k FROM unnest(${sql.array([...subjectIds], 'text')}::text[], ${sql.array(wrapped, 'text')}::text[]) AS t(s, k)
-    ON CONFLICT (employer_id, subject_id) DO NOTHING`);
-  const keys = await dataKeys(db, encryptionKey, employerId, subjectIds);
-  for (const subjectId of subjectIds) if (!keys.get(subjectId)) throw new PersonalDataErasedError(`Personal data of ${subjectId} was erased`);
-  return keys as Map<string, KeyObject>;
+  const raw = subjectIds.map(() => randomBytes(32));
+  const wrapped = subjectIds.map((subjectId, index) => encryptSecret(raw[index]!.toString('base64'), encryptionKey, wrapContext(employerId, subjectId)));
+  const inserted = await db.oneFirst(sql.type(z.object({ count: z.number() }))`
+    WITH inserted AS (
+      INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key)
+      SELECT ${employerId}, s, k FROM unnest(${sql.array([...subjectIds], 'text')}::text[], ${sql.array(wrapped, 'text')}::text[]) AS t(s, k)
+      ON CONFLICT (employer_id, subject_id) DO NOTHING RETURNING 1)
+    SELECT count(*)::int AS count FROM inserted`);
+  if (inserted !== subjectIds.length) throw new Error('A data key exists already for a subject said to be new');
+  return new Map(subjectIds.map((subjectId, index) => [subjectId, createSecretKey(raw[index]!)]));
 }
 
 /** The data keys of `subjectIds`: null for an erased person; absent for one that never had a key. */
