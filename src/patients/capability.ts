@@ -3,7 +3,6 @@ import { fhirResourcesProjection } from '../../projections/fhir-resources/projec
 import { patientsProjection } from '../../projections/patients/projection.ts';
 import type { Capability } from '../capability.ts';
 import { fhirRoutes } from '../fhir/routes.ts';
-import { loadFhirDefinitions } from '../fhir/validate.ts';
 import { patientAuditMappers } from './audit.ts';
 import { patientRoutes } from './routes.ts';
 
@@ -13,6 +12,4 @@ export const patientsCapability: Capability = {
   projections: [patientsProjection],
   keyedProjections: (encryptionKey) => [fhirResourcesProjection(encryptionKey)],
   auditMappers: patientAuditMappers,
-  // The R4 definitions are indexed once, before the first request needs them.
-  setup: async () => loadFhirDefinitions(),
 };
