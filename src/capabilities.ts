@@ -4,9 +4,10 @@ import { auditCapability } from './audit/capability.ts';
 import type { Capability } from './capability.ts';
 import { identityCapability } from './identity/capability.ts';
 import { operationsCapability } from './operations/capability.ts';
+import { patientsCapability } from './patients/capability.ts';
 import { scimCapability } from './scim/capability.ts';
 import { ssoCapability } from './sso/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, auditCapability, operationsCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability];

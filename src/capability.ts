@@ -1,5 +1,6 @@
 // What a capability (api-keys, webhooks, sso, scim, ...) contributes to the running service. The list
 // of capabilities lives in src/capabilities.ts; src/main.ts wires each part into its runner.
+import type { KeyObject } from 'node:crypto';
 import type { TaskList } from 'graphile-worker';
 import type { Projection } from './event-store/projection.ts';
 import type { AppContext } from './app-context.ts';
@@ -14,6 +15,8 @@ export type Capability = {
   events?: readonly EventSchema[];
   routes?: RoutePlugin[];
   projections?: Projection[];
+  /** Projections that open personal data sealed under data keys (src/crypto/personal-data.ts) need ENCRYPTION_KEY. */
+  keyedProjections?: (encryptionKey: KeyObject) => Projection[];
   auditMappers?: AuditMappers;
   /** Events this capability handles in the worker, each through one of its tasks. */
   consumers?: EventConsumer[];

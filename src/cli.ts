@@ -14,6 +14,8 @@ import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
+import { erasePatient } from './patients/commands.ts';
+import { ERASED_FIELDS, eventsOfErasedPatients } from './patients/replay.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
 import { describeFailure, describeSuccess } from '../scripts/verify-audit-chain.mjs';
 import { auditRecords, waitForSealing } from './audit/replay.ts';
@@ -29,6 +31,7 @@ const USAGE = `Usage: npm run cli -- <command>
   projections retry <name>                    apply that projection's parked events again (after a fix)
   projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
                                              stopped rebuild unless --restart
+  patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
                                              ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
   events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)`;
@@ -47,6 +50,7 @@ async function main(argv: string[]) {
       json: { type: 'boolean', default: false },
       tenant: { type: 'string' },
       from: { type: 'string' },
+      patient: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
       restart: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -78,6 +82,7 @@ async function main(argv: string[]) {
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
+    if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
@@ -201,6 +206,12 @@ async function projectionsRebuild(service: Service, name: string | undefined, re
   }
 }
 
+async function erase(service: Service, tenantId: string | undefined, patientId: string | undefined) {
+  if (!tenantId || !patientId) throw new UsageError('patients erase needs --tenant <employerId> and --patient <patientId>.');
+  const { erasedAt } = await erasePatient(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { patientId });
+  console.log(`Erased the personal data of patient ${patientId} (${erasedAt}).`);
+}
+
 async function replay(service: Service, tenantId: string | undefined, from: string | undefined, format: string) {
   if (!tenantId) throw new UsageError('events replay needs --tenant <employerId>.');
   if (format !== 'ndjson' && format !== 'table') throw new UsageError('--format takes ndjson or table.');
@@ -209,7 +220,9 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
   if (format === 'ndjson') {
     await waitForSealing(service.ctx);
     let out = '';
-    for await (const record of auditRecords(service.ctx, tenantId, after)) {
+    const markErased = async (events: readonly RecordedEvent[]) =>
+      new Map([...(await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, events))].map((eventId) => [eventId, ERASED_FIELDS]));
+    for await (const record of auditRecords(service.ctx, tenantId, after, markErased)) {
       out += `${JSON.stringify(record)}\n`;
       if (out.length >= 1 << 16) await write(out), (out = '');
     }
@@ -219,8 +232,10 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
     const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
     if (batch.length === 0) break;
     let out = '';
+    const erased = await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, batch);
     for (const event of batch) {
-      out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}\n`;
+      out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}${erased.has(event.eventId) ? '  [personal data erased]' : ''}
+`;
     }
     await write(out);
     after = batch[batch.length - 1]!.position;

@@ -1,6 +1,7 @@
 // Starts the service: database (embedded Postgres when DATABASE_URL is unset), migrations, event
 // store, and then the roles asked for: HTTP API, projection runner (with the job dispatcher), worker.
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import { auditProjection } from '../projections/audit/projection.ts';
@@ -37,10 +38,11 @@ export type Service = {
 };
 
 /** Every projection of the service: each capability's read models, the audit log and chain, the job dispatcher. */
-export function allProjections(capabilities: Capability[], audit: { signer: AuditSigner; checkpointEveryEvents: number }): Projection[] {
+export function allProjections(capabilities: Capability[], options: { encryptionKey: KeyObject; audit: { signer: AuditSigner; checkpointEveryEvents: number } }): Projection[] {
+  const { encryptionKey, audit } = options;
   const auditMappers = Object.assign({}, ...capabilities.map((capability) => capability.auditMappers ?? {}));
   return [
-    ...capabilities.flatMap((capability) => capability.projections ?? []),
+    ...capabilities.flatMap((capability) => [...(capability.projections ?? []), ...(capability.keyedProjections?.(encryptionKey) ?? [])]),
     auditProjection(auditMappers),
     auditChainProjection(audit),
     jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
@@ -88,9 +90,10 @@ export async function startService(options: {
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
   const eventStore = await createEventStore(config, db, notifications, eventRegistryOf(capabilities));
+  const encryptionKey = await resolveEncryptionKey(config);
   const auditSigner = await resolveAuditSigner(config);
   const projections = [
-    ...allProjections(capabilities, { signer: auditSigner, checkpointEveryEvents: config.AUDIT_CHECKPOINT_EVERY_EVENTS }),
+    ...allProjections(capabilities, { encryptionKey, audit: { signer: auditSigner, checkpointEveryEvents: config.AUDIT_CHECKPOINT_EVERY_EVENTS } }),
     ...(options.extraProjections ?? []),
   ];
 
@@ -126,7 +129,7 @@ export async function startService(options: {
     webhookRuntime: null,
     scimTokens: null,
     mailer: null,
-    encryptionKey: await resolveEncryptionKey(config),
+    encryptionKey,
     auditSigner,
     shutdownHooks: [],
   };

@@ -6,17 +6,21 @@ import { checkpointsAt, sealsOfEvents } from '../../projections/audit-chain/quer
 import { AUDIT_CHAIN_PROJECTION } from '../../projections/audit-chain/projection.ts';
 import { readCheckpoint } from '../../projections/runner.ts';
 import type { AppContext } from '../app-context.ts';
-import { comparePositions, formatPosition, START, type Position } from '../event-store/port.ts';
+import { comparePositions, formatPosition, START, type Position, type RecordedEvent } from '../event-store/port.ts';
 import { sealedFieldsOf } from './chain.ts';
 
 const REPLAY_PAGE = 1000;
 /** How long the CLI waits for sealing to reach the newest event before it replays or verifies. */
 const SEALING_WAIT_MS = 60_000;
 
-export type EventRecord = ReturnType<typeof sealedFieldsOf> & { position: string; seq: number | null; prevHash: string | null; hash: string | null };
+/** `erasedFields`: personal fields whose key was destroyed (crypto-shredding); outside the sealed fields. */
+export type EventRecord = ReturnType<typeof sealedFieldsOf> & { position: string; seq: number | null; prevHash: string | null; hash: string | null; erasedFields?: readonly string[] };
+
+/** Names the erased personal fields of a page of events: event id -> fields. */
+export type ErasureMarker = (events: readonly RecordedEvent[]) => Promise<Map<string, readonly string[]>>;
 export type CheckpointRecord = { checkpoint: { employerId: string; seq: number; headHash: string; signedAt: string; keyId: string; signature: string; publicKey: string } };
 
-export async function* auditRecords(ctx: AppContext, tenantId: string, from: Position = START): AsyncGenerator<EventRecord | CheckpointRecord> {
+export async function* auditRecords(ctx: AppContext, tenantId: string, from: Position = START, markErased?: ErasureMarker): AsyncGenerator<EventRecord | CheckpointRecord> {
   const publicKey = ctx.auditSigner.publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
   let after = from;
   for (;;) {
@@ -25,9 +29,11 @@ export async function* auditRecords(ctx: AppContext, tenantId: string, from: Pos
     const seals = await sealsOfEvents(ctx.db.slonik, tenantId, batch.map((event) => event.eventId));
     const signed = await checkpointsAt(ctx.db.slonik, tenantId, [...seals.values()].map((seal) => seal.seq));
     const checkpointBySeq = new Map(signed.map((checkpoint) => [checkpoint.seq, checkpoint]));
+    const erased = (await markErased?.(batch)) ?? new Map<string, readonly string[]>();
     for (const event of batch) {
       const seal = seals.get(event.eventId);
-      yield { position: formatPosition(event.position), ...sealedFieldsOf(event), seq: seal?.seq ?? null, prevHash: seal?.prevHash ?? null, hash: seal?.hash ?? null };
+      const erasedFields = erased.get(event.eventId);
+      yield { position: formatPosition(event.position), ...sealedFieldsOf(event), seq: seal?.seq ?? null, prevHash: seal?.prevHash ?? null, hash: seal?.hash ?? null, ...(erasedFields ? { erasedFields } : {}) };
       const checkpoint = seal && checkpointBySeq.get(seal.seq);
       if (checkpoint) yield { checkpoint: { ...checkpoint, publicKey } };
     }

@@ -20,10 +20,13 @@ export type Scope = (typeof SCOPES)[number];
 export const ROLES = ['EMPLOYER_ADMIN', 'PATIENT'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What a browser session may do on dual-mode routes, by role. Patients use the member app, not these routes. */
+/**
+ * What a browser session may do on dual-mode routes, by role. Patients use the member app; of these
+ * routes they may only read FHIR, and only their own compartment (src/fhir/compartment.ts).
+ */
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   EMPLOYER_ADMIN: SCOPES,
-  PATIENT: [],
+  PATIENT: ['fhir:read'],
 };
 
 export type Principal =

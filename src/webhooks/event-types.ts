@@ -38,6 +38,11 @@ export const webhookEventMappings: WebhookEventMappings = {
     data: (event) => pingData(String(event.data.webhookId)),
     onlyWebhookId: (event) => String(event.data.webhookId),
   },
+  // POST /api/employer/upload-cohort: the upload's summary (counts only, no personal data).
+  CohortUploaded: {
+    webhookEvent: 'cohort.uploaded',
+    data: ({ data }) => ({ cohortId: data.cohortId, received: data.received, created: data.created, updated: data.updated, unchanged: data.unchanged }),
+  },
 };
 
 /** The `data` of every test.ping, direct or queued. */

@@ -1,0 +1,120 @@
+// Patients and FHIR, against 127.0.0.1 on a fresh embedded Postgres (or DATABASE_URL's server):
+// (a) wall time of one 10,000-row cohort upload (POST to the answer, read models included; goal under
+//     2 s), for new patients and for the same file again (all unchanged);
+// (b) p50/p99 of GET /api/fhir/Patient?email=... with 100,000 patients in the employer (goal p99 under
+//     20 ms), one sequential client;
+// (c) GET /api/fhir/Patient/{id} req/s at 32 connections (autocannon, API key), against a reference
+//     that is only fastify, a pg pool and the read's SQL (the statement of findResource); goal ratio
+//     >= 0.5. Both servers run in this process, as autocannon does, driven alternately.
+// The FHIR rate limit is lifted for the run (it caps an employer at 120 requests a minute).
+//   npm run bench -- fhir [patients=100000] [email searches=1000] [seconds per read run=10]
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { sql } from 'slonik';
+import { Pool } from 'undici';
+import { createApiKey } from '../src/api-keys/commands.ts';
+import { createEmployer } from '../src/tenants/commands.ts';
+import { freePort, percentile, startBenchService } from './support.ts';
+
+const ROWS_PER_UPLOAD = 10_000;
+const CONNECTIONS = 32;
+
+export default async function fhirBench(args: string[]) {
+  const [patientCount = 100_000, searchCount = 1000, seconds = 10] = args.map(Number);
+  const service = await startBenchService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000000', PROJECTION_WAIT_TIMEOUT_MS: '60000' } });
+  const http = new Pool(service.url, { connections: 1 });
+  const actor = { type: 'system', id: 'bench' } as const;
+  try {
+    const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor }, { name: 'Bench', adminEmail: 'admin@bench.test' });
+    const { rawKey } = await createApiKey(service.ctx, { tenantId: employerId, actor }, {
+      name: 'bench', scopes: ['fhir:read', 'cohort:write'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: 100_000_000, createdBy: adminUserId, now: Date.now(),
+    });
+    const headers = { 'x-api-key': rawKey, 'x-api-version': '2026-02-01' };
+    const emailOf = (i: number) => `member.${i}@bench.test`;
+    const upload = async (from: number) => {
+      const patients = Array.from({ length: ROWS_PER_UPLOAD }, (_, k) => ({
+        email: emailOf(from + k), firstName: `First${from + k}`, lastName: `Last${(from + k) % 5000}`, birthDate: '1980-01-01', externalId: `E${from + k}`,
+      }));
+      const started = performance.now();
+      const response = await http.request({ method: 'POST', path: '/api/employer/upload-cohort', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ patients }) });
+      const body = await response.body.text();
+      if (response.statusCode !== 201) throw new Error(`upload failed: ${response.statusCode} ${body.slice(0, 300)}`);
+      return { ms: performance.now() - started, result: JSON.parse(body) };
+    };
+
+    console.log(`FHIR rate limit lifted for this run. Patients: ${patientCount}, uploaded ${ROWS_PER_UPLOAD} a request.`);
+    const first = await upload(0);
+    const again = await upload(0);
+    console.log(`(a) cohort upload of ${ROWS_PER_UPLOAD} rows: ${first.ms.toFixed(0)} ms new (created ${first.result.created}), ` +
+      `${again.ms.toFixed(0)} ms the same file again (unchanged ${again.result.unchanged})  [goal < 2000 ms]`);
+    const seedStarted = performance.now();
+    const uploadTimes: number[] = [];
+    for (let from = ROWS_PER_UPLOAD; from < patientCount; from += ROWS_PER_UPLOAD) uploadTimes.push((await upload(from)).ms);
+    if (uploadTimes.length > 0) {
+      console.log(`    seeding up to ${patientCount} patients: ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; later uploads of ${ROWS_PER_UPLOAD} new rows: ` +
+        `min ${Math.min(...uploadTimes).toFixed(0)} ms, max ${Math.max(...uploadTimes).toFixed(0)} ms`);
+    }
+    // Fresh statistics, as autovacuum would have gathered after such a load.
+    await service.ctx.db.slonik.query(sql.unsafe`ANALYZE fhir_resources`);
+    await service.ctx.db.slonik.query(sql.unsafe`ANALYZE fhir_search_values`);
+
+    // (b) search by e-mail
+    const latencies: number[] = [];
+    let someId = '';
+    for (let i = 0; i < searchCount; i++) {
+      const email = emailOf(Math.floor(Math.random() * patientCount)).toUpperCase();
+      const started = performance.now();
+      const response = await http.request({ method: 'GET', path: `/api/fhir/Patient?email=${encodeURIComponent(email)}`, headers });
+      const bundle = JSON.parse(await response.body.text());
+      latencies.push(performance.now() - started);
+      if (response.statusCode !== 200 || bundle.total !== 1) throw new Error(`search for ${email} answered ${response.statusCode} total ${bundle.total}`);
+      someId = bundle.entry[0].resource.id;
+    }
+    latencies.sort((a, b) => a - b);
+    console.log(`(b) Patient?email= with ${patientCount} patients, ${searchCount} sequential searches: p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms  [goal p99 < 20 ms]`);
+
+    // (c) read throughput against the reference
+    const reference = await startReference(service.ctx.db.connectionUri, employerId);
+    try {
+      const drive = async (url: string) => {
+        const result = await autocannon({ url: `${url}/api/fhir/Patient/${someId}`, connections: CONNECTIONS, duration: seconds, headers });
+        if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+        return { rps: result.requests.total / result.duration, p99: result.latency.p99 };
+      };
+      const runs = { service: [] as number[], reference: [] as number[] };
+      for (const which of ['service', 'reference', 'reference', 'service'] as const) {
+        const run = await drive(which === 'service' ? service.url : reference.url);
+        runs[which].push(run.rps);
+        console.log(`    ${which.padEnd(9)} ${run.rps.toFixed(0)} req/s, p99 ${run.p99} ms`);
+      }
+      const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+      console.log(`(c) FHIR read at ${CONNECTIONS} connections: service ${mean(runs.service).toFixed(0)} req/s, reference ${mean(runs.reference).toFixed(0)} req/s, ` +
+        `ratio ${(mean(runs.service) / mean(runs.reference)).toFixed(2)}  [goal >= 0.5]`);
+    } finally {
+      await reference.stop();
+    }
+  } finally {
+    await http.close();
+    await service.stopAll();
+  }
+}
+
+/** fastify + a pg pool + the read's SQL (findResource in projections/fhir-resources/queries.ts), nothing else. */
+async function startReference(connectionUri: string, employerId: string) {
+  const pool = new pg.Pool({ connectionString: connectionUri, max: 10 });
+  const fastify = Fastify();
+  fastify.get<{ Params: { id: string } }>('/api/fhir/Patient/:id', async (request, reply) => {
+    const { rows } = await pool.query({
+      name: 'fhir.read',
+      text: 'SELECT resource, erased, patient_id FROM fhir_resources WHERE employer_id = $1 AND resource_type = $2 AND id = $3',
+      values: [employerId, 'Patient', request.params.id],
+    });
+    const resource = rows[0]?.resource;
+    reply.type('application/fhir+json').header('etag', `W/"${resource.meta.versionId}"`).header('last-modified', new Date(resource.meta.lastUpdated).toUTCString());
+    return resource;
+  });
+  const port = await freePort();
+  await fastify.listen({ port, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${port}`, stop: async () => { await fastify.close(); await pool.end(); } };
+}

@@ -1,0 +1,102 @@
+// Read model `fhir-resources`: the current version of each FHIR resource in clear (fhir_resources, as
+// JSONB with id and meta) and one row per search-parameter value (fhir_search_values), opened with the
+// data key of the patient it belongs to. This is the one place personal data is kept in clear, so an
+// erasure blanks it here: the patient's rows keep ids and versions only (reads answer 410) and their
+// search values go. An event whose patient's key is already gone (a lagging runner, a rebuild) is
+// written as erased straight away.
+import type { KeyObject } from 'node:crypto';
+import { sql } from 'slonik';
+import { dataKeys, emailBlindIndex, openPersonal } from '../../src/crypto/personal-data.ts';
+import type { Projection } from '../../src/event-store/projection.ts';
+import { sealContext, type ClinicalResourceEvent, type PatientEvent } from '../../src/patients/events.ts';
+import { withMeta } from '../../src/fhir/resource.ts';
+import { indexValues, type FhirJson, type FhirResourceType } from '../../src/fhir/search-parameters.ts';
+
+type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null };
+
+/** Rows written as a later version: only these can have search values to replace. */
+const isUpdate = (row: Row) => row.version > 1;
+
+export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
+  return {
+    name: 'fhir-resources',
+    tables: ['fhir_resources', 'fhir_search_values'],
+    eventTypes: ['PatientRegistered', 'PatientUpdated', 'PatientErased', 'ClinicalResourceCreated', 'ClinicalResourceUpdated'],
+    awaitedByCommands: true,
+    async apply(tx, events) {
+      // The data keys of every patient in the batch, per employer, in one query each.
+      const keysByEmployer = new Map<string, Map<string, KeyObject | null>>();
+      const patientsByEmployer = new Map<string, Set<string>>();
+      for (const event of events) {
+        const employerId = event.metadata.tenantId!;
+        if (!patientsByEmployer.has(employerId)) patientsByEmployer.set(employerId, new Set());
+        patientsByEmployer.get(employerId)!.add(String(event.data.patientId));
+      }
+      for (const [employerId, patients] of patientsByEmployer) keysByEmployer.set(employerId, await dataKeys(tx, encryptionKey, employerId, [...patients]));
+
+      const rows = new Map<string, Row>();
+      const erased: { employerId: string; patientId: string }[] = [];
+      for (const recorded of events) {
+        const event = recorded as unknown as PatientEvent | ClinicalResourceEvent;
+        const employerId = recorded.metadata.tenantId!;
+        if (event.type === 'PatientErased') {
+          erased.push({ employerId, patientId: event.data.patientId });
+          continue;
+        }
+        const [type, id] = event.type === 'PatientRegistered' || event.type === 'PatientUpdated'
+          ? (['Patient', event.data.patientId] as const)
+          : ([event.data.resourceType, event.data.resourceId] as const);
+        const key = keysByEmployer.get(employerId)?.get(event.data.patientId);
+        const version = Number(recorded.streamRevision) + 1;
+        const at = recorded.metadata.occurredAt;
+        const content = key ? openPersonal<FhirJson>(event.data.sealed, key, sealContext(employerId, type, id)) : null;
+        const resource = content && withMeta(type, id, version, at, content);
+        rows.set(`${employerId}/${type}/${id}`, { employerId, type, id, version, at, patientId: event.data.patientId, resource });
+      }
+      await writeRows(tx, [...rows.values()], encryptionKey);
+      if (erased.length > 0) await eraseRows(tx, erased);
+    },
+  };
+}
+
+async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], encryptionKey: KeyObject) {
+  if (rows.length === 0) return;
+  const column = <T,>(pick: (row: Row) => T) => rows.map(pick);
+  await tx.query(sql.unsafe`
+    INSERT INTO fhir_resources (employer_id, resource_type, id, version_id, created_at, last_updated, patient_id, resource, erased)
+    SELECT e, t, i, v, a, a, p, r::jsonb, r IS NULL
+    FROM unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[],
+                ${sql.array(column((r) => r.id), 'text')}::text[], ${sql.array(column((r) => r.version), 'int4')}::int[],
+                ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.patientId), 'text')}::text[],
+                ${sql.array(column((r) => (r.resource ? JSON.stringify(r.resource) : null)), 'text')}::text[]) AS x(e, t, i, v, a, p, r)
+    ON CONFLICT (employer_id, resource_type, id) DO UPDATE
+      SET version_id = excluded.version_id, last_updated = excluded.last_updated, patient_id = excluded.patient_id,
+          resource = excluded.resource, erased = excluded.erased`);
+  // One resource at a time, by its index: a join with the batch could be planned as a scan of the
+  // whole table while it has no statistics yet (right after a large upload).
+  for (const row of rows.filter(isUpdate)) {
+    await tx.query(sql.unsafe`DELETE FROM fhir_search_values WHERE employer_id = ${row.employerId} AND resource_type = ${row.type} AND resource_id = ${row.id}`);
+  }
+  const values = rows.flatMap((row) =>
+    row.resource ? indexValues(row.type, row.resource, (email) => emailBlindIndex(encryptionKey, row.employerId, email)).map((value) => ({ row, ...value })) : [],
+  );
+  if (values.length === 0) return;
+  await tx.query(sql.unsafe`
+    INSERT INTO fhir_search_values (employer_id, resource_type, resource_id, param, value)
+    SELECT * FROM unnest(${sql.array(values.map((v) => v.row.employerId), 'text')}::text[], ${sql.array(values.map((v) => v.row.type), 'text')}::text[],
+                         ${sql.array(values.map((v) => v.row.id), 'text')}::text[], ${sql.array(values.map((v) => v.param), 'text')}::text[],
+                         ${sql.array(values.map((v) => v.value), 'text')}::text[])`);
+}
+
+/** Blanks an erased patient's resources, keeping ids and versions, and drops their search values. */
+async function eraseRows(tx: Parameters<Projection['apply']>[0], erased: { employerId: string; patientId: string }[]) {
+  const employers = sql.array(erased.map((e) => e.employerId), 'text');
+  const patients = sql.array(erased.map((e) => e.patientId), 'text');
+  await tx.query(sql.unsafe`
+    DELETE FROM fhir_search_values s USING fhir_resources r, unnest(${employers}::text[], ${patients}::text[]) AS x(e, p)
+    WHERE r.employer_id = x.e AND r.patient_id = x.p AND s.employer_id = r.employer_id AND s.resource_type = r.resource_type AND s.resource_id = r.id`);
+  await tx.query(sql.unsafe`
+    UPDATE fhir_resources r SET resource = NULL, erased = true
+    FROM unnest(${employers}::text[], ${patients}::text[]) AS x(e, p) WHERE r.employer_id = x.e AND r.patient_id = x.p`);
+}
+

@@ -1,0 +1,46 @@
+// The CapabilityStatement of GET /api/fhir/metadata, built from the same data as the API: the
+// resource types and their search parameters (search-parameters.ts).
+import { createHash } from 'node:crypto';
+import type { CapabilityStatement } from '@medplum/fhirtypes';
+import { API_VERSION_INFO } from '../http/server.ts';
+import { FHIR_CONTENT_TYPE } from './outcome.ts';
+import { MAX_COUNT } from './search.ts';
+import { FHIR_RESOURCE_TYPES, SEARCH_PARAMETERS } from './search-parameters.ts';
+
+const COMMON_PARAMETERS = [
+  { name: '_id', type: 'token', documentation: 'The resource id' },
+  { name: '_lastUpdated', type: 'date', documentation: 'When the resource last changed (also the sort key: _sort=_lastUpdated or -_lastUpdated)' },
+] as const;
+
+export function buildCapabilityStatement(baseUrl: string, date: string): { statement: CapabilityStatement; etag: string } {
+  const statement: CapabilityStatement = {
+    resourceType: 'CapabilityStatement',
+    status: 'active',
+    date,
+    publisher: 'employer-integrations',
+    kind: 'instance',
+    software: { name: API_VERSION_INFO.title, version: API_VERSION_INFO.version },
+    implementation: { description: 'Employer integrations FHIR R4 API', url: baseUrl },
+    fhirVersion: '4.0.1',
+    format: [FHIR_CONTENT_TYPE, 'json'],
+    rest: [
+      {
+        mode: 'server',
+        documentation: `Searches page by keyset: _count defaults to 20, at most ${MAX_COUNT}; _count=0 gives only the total. Rate limit: 120 requests a minute per employer.`,
+        security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
+        resource: FHIR_RESOURCE_TYPES.map((type) => ({
+          type,
+          interaction: (['read', 'vread', 'update', 'create', 'search-type'] as const).map((code) => ({ code })),
+          versioning: 'versioned' as const,
+          readHistory: true,
+          updateCreate: false,
+          conditionalCreate: true,
+          conditionalUpdate: false,
+          searchParam: [...COMMON_PARAMETERS, ...SEARCH_PARAMETERS[type]].map(({ name, type: paramType, documentation }) => ({ name, type: paramType, documentation })),
+        })),
+      },
+    ],
+  };
+  const etag = `W/"${createHash('sha256').update(JSON.stringify(statement)).digest('base64url').slice(0, 22)}"`;
+  return { statement, etag };
+}

@@ -1,0 +1,30 @@
+// What a caller may see of FHIR: API keys and admin sessions see the employer's resources; a PATIENT
+// session sees only its own compartment, the Patient whose e-mail is its user's (whatever created
+// the user: SCIM, SAML, the CLI) and the resources that belong to that Patient.
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import type { Principal } from '../auth/principal.ts';
+import { emailBlindIndex } from '../crypto/personal-data.ts';
+
+/** undefined: not restricted; otherwise the one Patient id the caller may see (null: none). */
+export type Compartment = string | null | undefined;
+
+export async function compartmentOf(ctx: AppContext, principal: Principal): Promise<Compartment> {
+  if (principal.kind !== 'session' || principal.role !== 'PATIENT') return undefined;
+  const email = await ctx.db.slonik.maybeOneFirst(sql.type(z.object({ email: z.string() }))`
+    SELECT email FROM users WHERE employer_id = ${principal.employerId} AND id = ${principal.userId}`);
+  if (email === null) return null;
+  return ctx.db.slonik.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT r.id FROM fhir_search_values v
+    JOIN fhir_resources r ON r.employer_id = v.employer_id AND r.resource_type = v.resource_type AND r.id = v.resource_id AND NOT r.erased
+    WHERE v.employer_id = ${principal.employerId} AND v.resource_type = 'Patient' AND v.param = 'email'
+      AND v.value = ${emailBlindIndex(ctx.encryptionKey, principal.employerId, email)}
+    LIMIT 1`);
+}
+
+/** The search condition of a compartment (none when unrestricted). */
+export function compartmentCondition(compartment: Compartment) {
+  if (compartment === undefined) return [];
+  return [compartment === null ? sql.fragment`false` : sql.fragment`r.patient_id = ${compartment}`];
+}

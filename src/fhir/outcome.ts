@@ -1,0 +1,53 @@
+// FHIR errors (SPEC 7.2): every FHIR route answers errors as an OperationOutcome whose issue code is a
+// valid IssueType, chosen from the status (or named by the error itself, e.g. the validator's issues).
+import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { DomainError } from '../event-store/decider.ts';
+import type { ErrorShape } from '../http/errors.ts';
+
+export const FHIR_CONTENT_TYPE = 'application/fhir+json';
+
+type IssueType = OperationOutcomeIssue['code'];
+
+const ISSUE_BY_STATUS: Record<number, IssueType> = {
+  400: 'invalid',
+  401: 'login',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'not-supported',
+  406: 'not-supported',
+  409: 'duplicate',
+  410: 'deleted',
+  412: 'conflict',
+  413: 'too-long',
+  415: 'not-supported',
+  422: 'processing',
+  429: 'throttled',
+  503: 'transient',
+};
+
+/** Service error codes whose issue type is not the status's. */
+const ISSUE_BY_CODE: Record<string, IssueType> = {
+  CONCURRENT_MODIFICATION: 'conflict',
+  IDEMPOTENCY_KEY_IN_USE: 'conflict',
+  DATABASE_UNAVAILABLE: 'transient',
+};
+
+/** A FHIR error: the status, and the issues (the validator's, or one made from the message). */
+export function fhirError(status: number, message: string, issues?: OperationOutcomeIssue[]): DomainError {
+  return new DomainError(status, 'FHIR_ERROR', message, issues ? { issues } : {});
+}
+
+export function operationOutcome(issues: OperationOutcomeIssue[]): OperationOutcome {
+  return { resourceType: 'OperationOutcome', issue: issues };
+}
+
+export const fhirErrorShape: ErrorShape = (error) => {
+  const issues = (error.details.issues as OperationOutcomeIssue[] | undefined) ?? [
+    {
+      severity: error.status >= 500 ? 'fatal' : 'error',
+      code: ISSUE_BY_CODE[error.code] ?? ISSUE_BY_STATUS[error.status] ?? (error.status >= 500 ? 'exception' : 'processing'),
+      diagnostics: error.message,
+    },
+  ];
+  return { contentType: FHIR_CONTENT_TYPE, body: operationOutcome(issues) };
+};

@@ -1,0 +1,211 @@
+// FHIR search on the fhir-resources read model: parses the search parameters of a request (unknown
+// ones are 400 `invalid`), turns each into a condition on fhir_search_values (or on a column, for _id
+// and _lastUpdated) and pages by keyset on (last_updated, id). All paging state travels in the next and
+// previous links' query strings (`_cursor`), so a client re-issues them against the type's URL; page
+// 500 costs what page 1 costs.
+import type { KeyObject } from 'node:crypto';
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+import { emailBlindIndex } from '../crypto/personal-data.ts';
+import { fhirError } from './outcome.ts';
+import { normaliseValue, SEARCH_PARAMETERS, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
+
+export const DEFAULT_COUNT = 20;
+export const MAX_COUNT = 1000;
+
+/** Parameters that shape the result rather than filter it. `_format` is content negotiation. */
+const RESULT_PARAMETERS = new Set(['_count', '_sort', '_cursor', '_format', '_total']);
+const DATE_PREFIXES = ['eq', 'gt', 'ge', 'lt', 'le'] as const;
+type DatePrefix = (typeof DATE_PREFIXES)[number];
+
+type Condition = FragmentSqlToken;
+type Cursor = { direction: 'next' | 'previous'; at: string; id: string };
+
+export type SearchRequest = {
+  resourceType: FhirResourceType;
+  conditions: Condition[];
+  /** The filtering parameters as given, for the links. */
+  filters: [string, string][];
+  count: number;
+  descending: boolean;
+  cursor: Cursor | null;
+};
+
+/** Query parameters as fastify parses them: a repeated parameter is an array (AND of its occurrences). */
+export type QueryParameters = Record<string, string | string[] | undefined>;
+
+export function parseSearch(resourceType: FhirResourceType, query: QueryParameters, context: { employerId: string; encryptionKey: KeyObject }): SearchRequest {
+  const entries = Object.entries(query).flatMap(([name, value]) => (value === undefined ? [] : (Array.isArray(value) ? value : [value]).map((v) => [name, v] as [string, string])));
+  const single = (name: string) => {
+    const values = entries.filter(([n]) => n === name).map(([, v]) => v);
+    if (values.length > 1) throw fhirError(400, `${name} may be given once.`);
+    return values[0];
+  };
+  const countText = single('_count');
+  const count = countText === undefined ? DEFAULT_COUNT : Number(countText);
+  if (!Number.isInteger(count) || count < 0) throw fhirError(400, `_count must be a whole number from 0 to ${MAX_COUNT}.`);
+  const sort = single('_sort') ?? '_lastUpdated';
+  if (sort !== '_lastUpdated' && sort !== '-_lastUpdated') throw fhirError(400, '_sort supports _lastUpdated and -_lastUpdated.');
+  const cursorText = single('_cursor');
+  const total = single('_total');
+  if (total !== undefined && !['none', 'estimate', 'accurate'].includes(total)) throw fhirError(400, '_total is none, estimate or accurate.');
+
+  const parameters = new Map(SEARCH_PARAMETERS[resourceType].map((parameter) => [parameter.name, parameter]));
+  const filters = entries.filter(([name]) => !RESULT_PARAMETERS.has(name));
+  const conditions = filters.map(([name, value]) => {
+    if (name.includes(':')) throw fhirError(400, `Search modifiers are not supported (${name}).`);
+    const values = splitValues(value);
+    if (values.length === 0 || values.length > 100) throw fhirError(400, `${name} needs 1 to 100 comma-separated values.`);
+    if (name === '_id') return sql.fragment`r.id = ANY(${sql.array(values, 'text')})`;
+    if (name === '_lastUpdated') return or(values.map((v) => lastUpdatedCondition(v)));
+    const parameter = parameters.get(name);
+    if (!parameter) {
+      const known = ['_id', '_lastUpdated', ...parameters.keys()].join(', ');
+      throw fhirError(400, `Unknown search parameter ${name} for ${resourceType}. Supported: ${known}, and _count, _sort.`);
+    }
+    return valueCondition(parameter, values, (email) => emailBlindIndex(context.encryptionKey, context.employerId, email));
+  });
+  return { resourceType, conditions, filters, count: Math.min(count, MAX_COUNT), descending: sort.startsWith('-'), cursor: cursorText === undefined ? null : decodeSearchCursor(cursorText) };
+}
+
+/** Comma separates alternatives (OR); `\,` is a literal comma. */
+function splitValues(value: string): string[] {
+  return value.split(/(?<!\\),/).map((v) => v.replace(/\\,/g, ',')).filter((v) => v !== '');
+}
+
+const or = (conditions: Condition[]) => sql.fragment`(${sql.join(conditions, sql.fragment` OR `)})`;
+
+function valueCondition(parameter: SearchParameter, values: string[], blindIndex: (email: string) => string): Condition {
+  const matches = (test: Condition) => sql.fragment`EXISTS (SELECT 1 FROM fhir_search_values s
+    WHERE s.employer_id = r.employer_id AND s.resource_type = r.resource_type AND s.resource_id = r.id AND s.param = ${parameter.name} AND ${test})`;
+  switch (parameter.type) {
+    case 'string':
+      // Starts-with, case-insensitive; LIKE's own wildcards in the value are escaped.
+      return matches(or(values.map((v) => sql.fragment`s.value LIKE ${`${v.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`}`)));
+    case 'token':
+      // `|code` is a code without a system: matched as the bare code.
+      return matches(sql.fragment`s.value = ANY(${sql.array(values.map((v) => normaliseValue(parameter, v.startsWith('|') ? v.slice(1) : v, blindIndex)), 'text')})`);
+    case 'reference':
+      return matches(sql.fragment`s.value = ANY(${sql.array(values.map((v) => (v.includes('/') ? v.replace(/^.*\/(Patient\/[^/]+)$/, '$1') : `Patient/${v}`)), 'text')})`);
+    case 'date':
+      return matches(or(values.map((v) => dateCondition(v))));
+  }
+}
+
+function datePrefix(value: string): { prefix: DatePrefix; date: string } {
+  const prefix = DATE_PREFIXES.find((p) => value.startsWith(p)) ?? 'eq';
+  const date = value.startsWith(prefix) ? value.slice(2) : value;
+  if (!/^\d{4}(-\d{2}(-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/.test(date)) {
+    throw fhirError(400, `${value} is not a FHIR date search value (optional prefix eq, gt, ge, lt, le, then YYYY[-MM[-DD[Thh:mm[:ss][zone]]]]).`);
+  }
+  return { prefix, date };
+}
+
+/**
+ * Dates are indexed as their ISO text, so comparisons are on text: a partial date stands for every
+ * later-precision value it starts (`le1980` takes all of 1980: `~` sorts after every ISO character).
+ */
+function dateCondition(value: string): Condition {
+  const { prefix, date } = datePrefix(value);
+  switch (prefix) {
+    case 'eq':
+      return sql.fragment`s.value LIKE ${`${date}%`}`;
+    case 'gt':
+      return sql.fragment`s.value > ${`${date}~`}`;
+    case 'ge':
+      return sql.fragment`s.value >= ${date}`;
+    case 'lt':
+      return sql.fragment`s.value < ${date}`;
+    case 'le':
+      return sql.fragment`s.value <= ${`${date}~`}`;
+  }
+}
+
+/** _lastUpdated is a timestamp column: a partial date is the range it spans. */
+function lastUpdatedCondition(value: string): Condition {
+  const { prefix, date } = datePrefix(value);
+  const [start, end] = dateRange(date);
+  switch (prefix) {
+    case 'eq':
+      return sql.fragment`(r.last_updated >= ${start}::timestamptz AND r.last_updated < ${end}::timestamptz)`;
+    case 'gt':
+      return sql.fragment`r.last_updated >= ${end}::timestamptz`;
+    case 'ge':
+      return sql.fragment`r.last_updated >= ${start}::timestamptz`;
+    case 'lt':
+      return sql.fragment`r.last_updated < ${start}::timestamptz`;
+    case 'le':
+      return sql.fragment`r.last_updated < ${end}::timestamptz`;
+  }
+}
+
+function dateRange(date: string): [string, string] {
+  const [year, month, day] = date.split(/[-T]/).map(Number) as [number, number?, number?];
+  if (date.length === 4) return [`${year}-01-01T00:00:00Z`, `${year + 1}-01-01T00:00:00Z`];
+  if (date.length === 7) return [new Date(Date.UTC(year, month! - 1, 1)).toISOString(), new Date(Date.UTC(year, month!, 1)).toISOString()];
+  if (date.length === 10) return [new Date(Date.UTC(year, month! - 1, day!)).toISOString(), new Date(Date.UTC(year, month! - 1, day! + 1)).toISOString()];
+  const instant = new Date(/[Z+-]\d{0,2}:?\d{0,2}$/.test(date.slice(10)) ? date : `${date}Z`);
+  if (Number.isNaN(instant.getTime())) throw fhirError(400, `${date} is not a valid instant.`);
+  // Seconds precision: the second it names.
+  return [instant.toISOString(), new Date(instant.getTime() + 1000).toISOString()];
+}
+
+export function encodeSearchCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify([cursor.direction === 'next' ? 'n' : 'p', cursor.at, cursor.id])).toString('base64url');
+}
+
+function decodeSearchCursor(text: string): Cursor {
+  try {
+    const [direction, at, id] = z.tuple([z.enum(['n', 'p']), z.string().max(64), z.string().max(64)]).parse(JSON.parse(Buffer.from(text, 'base64url').toString('utf8')));
+    if (Number.isNaN(Date.parse(at))) throw new Error('bad time');
+    return { direction: direction === 'n' ? 'next' : 'previous', at, id };
+  } catch {
+    throw fhirError(400, '_cursor is not one this server returned in a next or previous link.');
+  }
+}
+
+const resultRow = z.object({ id: z.string(), resource: z.record(z.string(), z.unknown()), at: z.string() });
+
+export type SearchResult = {
+  total: number;
+  resources: FhirJson[];
+  /** Cursors of the pages either side, null where there is none. */
+  next: Cursor | null;
+  previous: Cursor | null;
+};
+
+export async function runSearch(db: CommonQueryMethods, employerId: string, request: SearchRequest): Promise<SearchResult> {
+  const where = sql.join(
+    [sql.fragment`r.employer_id = ${employerId}`, sql.fragment`r.resource_type = ${request.resourceType}`, sql.fragment`NOT r.erased`, ...request.conditions],
+    sql.fragment` AND `,
+  );
+  const total = await db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM fhir_resources r WHERE ${where}`);
+  if (request.count === 0 || total === 0) return { total, resources: [], next: null, previous: null };
+
+  // Reading backwards (a previous link) runs the opposite order, then turns the page around.
+  const backwards = request.cursor?.direction === 'previous';
+  const descending = request.descending !== backwards;
+  const after = request.cursor
+    ? descending
+      ? sql.fragment`AND (r.last_updated, r.id) < (${request.cursor.at}::timestamptz, ${request.cursor.id})`
+      : sql.fragment`AND (r.last_updated, r.id) > (${request.cursor.at}::timestamptz, ${request.cursor.id})`
+    : sql.fragment``;
+  const order = descending ? sql.fragment`r.last_updated DESC, r.id DESC` : sql.fragment`r.last_updated, r.id`;
+  const rows = [...(await db.any(sql.type(resultRow)`
+    SELECT r.id, r.resource, r.last_updated::text AS at FROM fhir_resources r
+    WHERE ${where} ${after} ORDER BY ${order} LIMIT ${request.count + 1}`))];
+  const more = rows.length > request.count;
+  const page = rows.slice(0, request.count);
+  if (backwards) page.reverse();
+  if (page.length === 0) return { total, resources: [], next: null, previous: null };
+  const first = page[0]!;
+  const last = page[page.length - 1]!;
+  const hasNext = backwards ? request.cursor !== null : more;
+  const hasPrevious = backwards ? more : request.cursor !== null;
+  return {
+    total,
+    resources: page.map((row) => row.resource as FhirJson),
+    next: hasNext ? { direction: 'next', at: last.at, id: last.id } : null,
+    previous: hasPrevious ? { direction: 'previous', at: first.at, id: first.id } : null,
+  };
+}

@@ -1,0 +1,246 @@
+// Commands of patients and their FHIR resources: cohort upload, FHIR create and update, erasure.
+// Personal content is sealed under the patient's data key before it reaches a decider, so no event
+// is ever written with it in clear.
+import { randomUUID, type KeyObject } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { createDataKeys, dataKey, dataKeys, destroyDataKey, emailBlindIndex, PersonalDataErasedError, sealPersonal } from '../crypto/personal-data.ts';
+import { DomainError, fold } from '../event-store/decider.ts';
+import { employerOf, handleCommands, type CommandContext, type StreamCommand } from '../event-store/command-handler.ts';
+import { tenantStream, WrongExpectedRevisionError, type AppendMetadata, type StreamAppend } from '../event-store/port.ts';
+import { fhirError } from '../fhir/outcome.ts';
+import { contentOf } from '../fhir/resource.ts';
+import { patientEmails, type FhirJson, type FhirResourceType } from '../fhir/search-parameters.ts';
+import { clinicalResourceDecider } from './clinical-resource.ts';
+import { patientFromRow, type CohortRow } from './cohort-row.ts';
+import { sealContext, type ClinicalResourceType } from './events.ts';
+import { emailClaimDecider, gone, patientDecider, type EmailClaimState } from './patient.ts';
+
+export const patientStream = (employerId: string, patientId: string) => tenantStream(employerId, 'patient', patientId);
+const emailClaimStream = (employerId: string, emailIndex: string) => tenantStream(employerId, 'patientEmail', emailIndex);
+export const resourceStream = (employerId: string, type: ClinicalResourceType, id: string) => tenantStream(employerId, type[0]!.toLowerCase() + type.slice(1), id);
+const cohortStream = (employerId: string, cohortId: string) => tenantStream(employerId, 'cohort', cohortId);
+
+
+export type CohortResult = { cohortId: string; received: number; created: number; updated: number; unchanged: number };
+
+const patientRow = z.object({ id: z.string(), version_id: z.number(), resource: z.record(z.string(), z.unknown()) });
+
+/**
+ * The current patients of these e-mail blind indexes, by index. Two single-table look-ups by `= ANY`
+ * on their indexes, not a join: right after a large upload the tables have no statistics yet, and
+ * the planner, expecting one row, chose a nested loop over both (16 s for 2,000 rows).
+ */
+async function patientsByEmailIndex(ctx: AppContext, employerId: string, indexes: string[]) {
+  const matches = await ctx.db.slonik.any(sql.type(z.object({ resource_id: z.string(), value: z.string() }))`
+    SELECT resource_id, value FROM fhir_search_values
+    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND param = 'email' AND value = ANY(${sql.array(indexes, 'text')})`);
+  const rows = await ctx.db.slonik.any(sql.type(patientRow)`
+    SELECT id, version_id, resource FROM fhir_resources
+    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND id = ANY(${sql.array(matches.map((m) => m.resource_id), 'text')}) AND NOT erased`);
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return new Map(matches.flatMap((match) => (byId.has(match.resource_id) ? [[match.value, byId.get(match.resource_id)!] as const] : [])));
+}
+
+/**
+ * Registers new patients and updates changed ones, all in one append (all rows or none) together with
+ * the `CohortUploaded` event. Patients are found by the blind index of their e-mail in the read model;
+ * the e-mail claims and the patients' expected revisions hold against a read model that lags: the
+ * append then fails and the upload is planned again.
+ */
+export async function uploadCohort(ctx: AppContext, context: CommandContext, input: { rows: CohortRow[] }): Promise<CohortResult> {
+  const employerId = employerOf(context);
+  const cohortId = randomUUID();
+  const indexes = input.rows.map((row) => emailBlindIndex(ctx.encryptionKey, employerId, row.email));
+  const newIds = input.rows.map(() => randomUUID());
+  // Revisions of e-mail claims learnt after a failed append (an address released by an erasure).
+  const claims = new Map<string, { revision: bigint; state: EmailClaimState }>();
+  // Data keys of new patients, kept across attempts (a key is created once per id).
+  const newKeys = new Map<string, KeyObject>();
+  for (let attempt = 1; ; attempt++) {
+    const existing = await patientsByEmailIndex(ctx, employerId, indexes);
+    const created: { index: number; patient: FhirJson }[] = [];
+    const updated: { index: number; patient: FhirJson; id: string; version: number }[] = [];
+    input.rows.forEach((row, index) => {
+      const current = existing.get(indexes[index]!);
+      if (!current) return void created.push({ index, patient: patientFromRow(row) });
+      const patient = patientFromRow(row, current.resource as FhirJson);
+      if (canonicalize(contentOf(patient)) !== canonicalize(contentOf(current.resource as FhirJson))) updated.push({ index, patient, id: current.id, version: current.version_id });
+    });
+    const result = { cohortId, received: input.rows.length, created: created.length, updated: updated.length, unchanged: input.rows.length - created.length - updated.length };
+
+    const keyless = created.map(({ index }) => newIds[index]!).filter((id) => !newKeys.has(id));
+    for (const [id, key] of await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, keyless)) newKeys.set(id, key);
+    const updatedKeys = await dataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, updated.map(({ id }) => id));
+    const metadata = eventMetadata(context);
+    const seal = (patient: FhirJson, id: string, key: KeyObject) => sealPersonal(contentOf(patient), key, sealContext(employerId, 'Patient', id));
+    const appends: StreamAppend[] = [
+      ...created.flatMap(({ index, patient }) => {
+        const patientId = newIds[index]!;
+        const emailIndex = indexes[index]!;
+        const claim = claims.get(emailIndex);
+        return [
+          { streamName: patientStream(employerId, patientId), expectedRevision: 'no_stream' as const, metadata,
+            events: [{ type: 'PatientRegistered', data: { patientId, emailIndex, sealed: seal(patient, patientId, newKeys.get(patientId)!), cohortId } }] },
+          { streamName: emailClaimStream(employerId, emailIndex), expectedRevision: claim ? claim.revision : ('no_stream' as const), metadata,
+            events: [{ type: 'PatientEmailClaimed', data: { emailIndex, patientId } }] },
+        ];
+      }),
+      ...updated.map(({ index, patient, id, version }) => {
+        const key = updatedKeys.get(id);
+        if (!key) throw gone();
+        return { streamName: patientStream(employerId, id), expectedRevision: BigInt(version - 1), metadata,
+          events: [{ type: 'PatientUpdated', data: { patientId: id, emailIndex: indexes[index]!, sealed: seal(patient, id, key), cohortId } }] };
+      }),
+      { streamName: cohortStream(employerId, cohortId), expectedRevision: 'no_stream', metadata, events: [{ type: 'CohortUploaded', data: result }] },
+    ];
+    try {
+      const { position } = await ctx.eventStore.appendToStreams(appends);
+      await ctx.commands.waitForProjections(position, ['PatientRegistered', 'PatientUpdated', 'CohortUploaded']);
+      return result;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || attempt >= 5) throw error;
+      // Someone else wrote meanwhile, or an e-mail's claim stream exists (released by an erasure, or
+      // claimed by a patient the read model does not show yet): learn the claims, then plan again.
+      for (const { index } of created) {
+        const events = await ctx.eventStore.readStream(emailClaimStream(employerId, indexes[index]!));
+        if (events.length > 0) claims.set(indexes[index]!, { revision: BigInt(events.length - 1), state: fold(emailClaimDecider, events as never) });
+      }
+      if ([...claims.values()].some(({ state }) => state.holder !== null)) await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+function eventMetadata(context: CommandContext): AppendMetadata {
+  return {
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId ?? randomUUID(),
+    causationId: context.causationId ?? null,
+    occurredAt: new Date().toISOString(),
+  };
+}
+
+/** The one e-mail a Patient may carry (its identity in the employer), or null. */
+function emailOf(patient: FhirJson): string | null {
+  const emails = [...new Set(patientEmails(patient).map((email) => email.trim().toLowerCase()))];
+  if (emails.length > 1) throw fhirError(400, 'A Patient carries at most one e-mail address (telecom with system email).');
+  return emails[0] ?? null;
+}
+
+/** The patient a clinical resource belongs to: its subject, `Patient/<id>`, a live patient of the employer. */
+async function subjectPatient(ctx: AppContext, employerId: string, resource: FhirJson): Promise<string> {
+  const reference = resource.subject?.reference;
+  const match = typeof reference === 'string' ? /^(?:.*\/)?Patient\/([A-Za-z0-9.-]{1,64})$/.exec(reference) : null;
+  if (!match) throw fhirError(400, 'subject must reference a Patient of this employer: Patient/<id>.');
+  const state = fold(patientDecider, (await ctx.eventStore.readStream(patientStream(employerId, match[1]!))) as never);
+  if (state.status !== 'active') throw fhirError(400, `subject ${reference} is not a patient of this employer.`);
+  return match[1]!;
+}
+
+/** A duplicate e-mail is FHIR's 409 `duplicate`; an erased patient's data key is gone: 410. */
+async function asFhirErrors<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof PersonalDataErasedError) throw gone();
+    throw error;
+  }
+}
+
+/** The version a create or update wrote: the resource is served as withMeta(type, id, versionId, lastUpdated, content). */
+export type WrittenVersion = { id: string; versionId: number; lastUpdated: string };
+
+const written = (id: string, outcome: { results: readonly { state: { version: number } }[]; occurredAt: string }): WrittenVersion => ({
+  id,
+  versionId: outcome.results[0]!.state.version,
+  lastUpdated: outcome.occurredAt,
+});
+
+export async function createFhirResource(ctx: AppContext, context: CommandContext, input: { resourceType: FhirResourceType; resource: FhirJson }): Promise<WrittenVersion> {
+  const employerId = employerOf(context);
+  const id = randomUUID();
+  const content = contentOf(input.resource);
+  return asFhirErrors(async () => {
+    if (input.resourceType === 'Patient') {
+      const email = emailOf(input.resource);
+      const key = (await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, [id])).get(id)!;
+      const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
+      const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
+      return written(id, await handleCommands(ctx.commands, [
+        { streamName: patientStream(employerId, id), decider: patientDecider, command: { type: 'RegisterPatient', patientId: id, emailIndex, sealed, cohortId: null }, context, newStream: true },
+        ...(emailIndex === null ? [] : [claimCommand(employerId, emailIndex, id, context)]),
+      ]));
+    }
+    const patientId = await subjectPatient(ctx, employerId, input.resource);
+    const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, patientId);
+    const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
+    return written(id, await handleCommands(ctx.commands, [
+      { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context, newStream: true,
+        command: { type: 'CreateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed } },
+    ]));
+  });
+}
+
+export async function updateFhirResource(
+  ctx: AppContext,
+  context: CommandContext,
+  input: { resourceType: FhirResourceType; id: string; resource: FhirJson; expectedVersion?: number },
+): Promise<WrittenVersion> {
+  const employerId = employerOf(context);
+  const { id, expectedVersion } = input;
+  const content = contentOf(input.resource);
+  return asFhirErrors(async () => {
+    if (input.resourceType === 'Patient') {
+      const stream = patientStream(employerId, id);
+      const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
+      if (current.status === 'absent') throw fhirError(404, `Patient/${id} was not found.`);
+      if (current.status === 'erased') throw gone();
+      const email = emailOf(input.resource);
+      const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
+      const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, id);
+      const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
+      const emailChanged = emailIndex !== current.emailIndex;
+      return written(id, await handleCommands(ctx.commands, [
+        { streamName: stream, decider: patientDecider, context,
+          command: { type: 'UpdatePatient', patientId: id, emailIndex, sealed, cohortId: null, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
+        ...(emailChanged && emailIndex !== null ? [claimCommand(employerId, emailIndex, id, context)] : []),
+        ...(emailChanged && current.emailIndex !== null ? [releaseCommand(employerId, current.emailIndex, id, context)] : []),
+      ]));
+    }
+    const patientId = await subjectPatient(ctx, employerId, input.resource);
+    const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, patientId);
+    const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
+    return written(id, await handleCommands(ctx.commands, [
+      { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context,
+        command: { type: 'UpdateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
+    ]));
+  });
+}
+
+const claimCommand = (employerId: string, emailIndex: string, patientId: string, context: CommandContext): StreamCommand<any, any, any> => ({
+  streamName: emailClaimStream(employerId, emailIndex), decider: emailClaimDecider, command: { type: 'ClaimEmail', emailIndex, patientId }, context,
+});
+const releaseCommand = (employerId: string, emailIndex: string, patientId: string, context: CommandContext): StreamCommand<any, any, any> => ({
+  streamName: emailClaimStream(employerId, emailIndex), decider: emailClaimDecider, command: { type: 'ReleaseEmail', emailIndex, patientId }, context,
+});
+
+/**
+ * Erases a patient's personal data: destroys the data key first (from then on nothing sealed under
+ * it opens, whatever happens next), then appends `PatientErased` and releases the e-mail claim in one
+ * write. Erasing again changes nothing and answers the same.
+ */
+export async function erasePatient(ctx: AppContext, context: CommandContext, input: { patientId: string }): Promise<{ patientId: string; erasedAt: string }> {
+  const employerId = employerOf(context);
+  const stream = patientStream(employerId, input.patientId);
+  const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
+  if (current.status === 'absent') throw new DomainError(404, 'NOT_FOUND', `Patient ${input.patientId} was not found.`);
+  const erasedAt = await destroyDataKey(ctx.db.slonik, employerId, input.patientId);
+  await handleCommands(ctx.commands, [
+    { streamName: stream, decider: patientDecider, command: { type: 'ErasePatient', patientId: input.patientId, erasedAt }, context },
+    ...(current.emailIndex === null ? [] : [releaseCommand(employerId, current.emailIndex, input.patientId, context)]),
+  ]);
+  return { patientId: input.patientId, erasedAt };
+}

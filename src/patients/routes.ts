@@ -1,0 +1,153 @@
+// Employer routes of patients (SPEC 4.2): cohort upload, the cohort list, the roster, and erasure of
+// a patient's personal data.
+import type { FastifyInstance } from 'fastify';
+import { z, type ZodError } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { commandContextOf } from '../auth/principal.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { notFound } from '../http/errors.ts';
+import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
+import { defineRoute } from '../http/route.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { cohortSummary, getCohort, listCohorts, listRoster, rosterPatient } from '../../projections/patients/queries.ts';
+import { COHORT_BODY_LIMIT_BYTES, cohortRow, MAX_COHORT_ROWS, type CohortRow } from './cohort-row.ts';
+import { erasePatient, uploadCohort } from './commands.ts';
+
+const tags = ['Patients'];
+const COHORT_UPLOAD_URL = '/api/employer/upload-cohort';
+
+const cohortResult = z
+  .object({ cohortId: z.string(), received: z.number().int(), created: z.number().int(), updated: z.number().int(), unchanged: z.number().int() })
+  .meta({ id: 'CohortUploadResult' });
+
+const rowError = z.object({ index: z.number().int(), field: z.string(), path: z.string(), message: z.string() });
+type RowError = z.infer<typeof rowError>;
+
+/** Every row checked, every problem listed: one bad row refuses the whole upload. */
+function validateRows(rows: unknown[]): CohortRow[] {
+  const errors: RowError[] = [];
+  const valid: CohortRow[] = [];
+  const firstRowOf = new Map<string, number>();
+  rows.forEach((row, index) => {
+    const parsed = cohortRow.safeParse(row);
+    if (!parsed.success) return void errors.push(...rowErrors(index, parsed.error));
+    const seen = firstRowOf.get(parsed.data.email);
+    if (seen !== undefined) errors.push({ index, field: 'email', path: `body.patients.${index}.email`, message: `duplicate e-mail: the same as row ${seen}` });
+    else firstRowOf.set(parsed.data.email, index);
+    valid.push(parsed.data);
+  });
+  if (errors.length > 0) {
+    const bad = new Set(errors.map((error) => error.index)).size;
+    throw new DomainError(400, 'VALIDATION_ERROR', `${bad} of ${rows.length} rows are invalid; nothing was written.`, { errors });
+  }
+  return valid;
+}
+
+function rowErrors(index: number, error: ZodError): RowError[] {
+  return error.issues.map((issue) => {
+    const field = issue.code === 'unrecognized_keys' ? issue.keys.join(',') : String(issue.path[0] ?? '');
+    return { index, field, path: `body.patients.${index}${field ? `.${field}` : ''}`, message: issue.message };
+  });
+}
+
+export function patientRoutes(): RoutePlugin {
+  return async function patientRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    // Refused before the body is read, naming the limit (fastify's own message does not).
+    fastify.addHook('onRequest', async (request) => {
+      if (request.routeOptions.url !== COHORT_UPLOAD_URL) return;
+      if (Number(request.headers['content-length'] ?? 0) > COHORT_BODY_LIMIT_BYTES) {
+        throw new DomainError(413, 'PAYLOAD_TOO_LARGE', `A cohort upload body is at most ${COHORT_BODY_LIMIT_BYTES} bytes (${COHORT_BODY_LIMIT_BYTES / 1024 / 1024} MiB).`, { limitBytes: COHORT_BODY_LIMIT_BYTES });
+      }
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: COHORT_UPLOAD_URL,
+      summary: 'Upload a cohort: create new patients, update changed ones, all rows or none',
+      description:
+        `Body \`{ patients: CohortPatient[] }\`, at most ${MAX_COHORT_ROWS} rows (else 413 COHORT_TOO_LARGE) and ${COHORT_BODY_LIMIT_BYTES} bytes (else 413 PAYLOAD_TOO_LARGE). ` +
+        'Every row is checked first: any invalid row, or an e-mail given twice, is a 400 VALIDATION_ERROR whose `errors` list `{ index, field, path, message }` ' +
+        'for every bad row, and nothing is written. A patient is identified by e-mail (case-insensitive) within the employer; rows equal to the stored patient ' +
+        'count as unchanged, so uploading the same file twice changes nothing. Sends the webhook event cohort.uploaded with this summary as data.',
+      tags,
+      auth: { modes: ['apiKey', 'session'], scope: 'cohort:write' },
+      // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely here.
+      body: z.object({
+        patients: z.array(z.unknown()).min(1).meta({
+          description: '{ email, firstName, lastName, birthDate? (YYYY-MM-DD), externalId?, phone? } each; names up to 100 characters, e-mail up to 254.',
+        }),
+      }),
+      bodyLimit: COHORT_BODY_LIMIT_BYTES,
+      idempotent: true,
+      responses: { 201: { description: 'What the upload did', schema: cohortResult } },
+      handler: async ({ body, principal, request, reply }) => {
+        if (body.patients.length > MAX_COHORT_ROWS) {
+          throw new DomainError(413, 'COHORT_TOO_LARGE', `A cohort upload has at most ${MAX_COHORT_ROWS} rows; this one has ${body.patients.length}.`, { maxRows: MAX_COHORT_ROWS });
+        }
+        const rows = validateRows(body.patients);
+        const result = await uploadCohort(ctx, commandContextOf(principal, request.id), { rows });
+        reply.status(201);
+        return result;
+      },
+    });
+
+    const readAuth = { modes: ['apiKey', 'session'], scope: 'cohort:read' } as const;
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/cohorts',
+      summary: 'The cohort uploads of the employer, newest first',
+      tags,
+      auth: readAuth,
+      querystring: pageQuery(LIST_PAGE),
+      responses: { 200: { description: 'One page of uploads', schema: z.object({ cohorts: z.array(cohortSummary), nextCursor: z.string().nullable() }) } },
+      handler: async ({ query, principal }) => {
+        const { cohorts, next } = await listCohorts(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        return { cohorts, nextCursor: encodeCursor(next) };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/cohorts/:cohortId',
+      summary: 'One cohort upload and its counts',
+      tags,
+      auth: readAuth,
+      params: z.object({ cohortId: z.string().max(64) }),
+      responses: { 200: { description: 'The upload', schema: cohortSummary } },
+      handler: async ({ params, principal }) => {
+        const cohort = await getCohort(ctx.db.slonik, principal.employerId, params.cohortId);
+        if (!cohort) throw notFound('Cohort');
+        return cohort;
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/patients',
+      summary: 'The roster: patients of the employer, newest first (erased patients are not listed)',
+      tags,
+      auth: readAuth,
+      querystring: pageQuery(LIST_PAGE),
+      responses: { 200: { description: 'One page of patients', schema: z.object({ patients: z.array(rosterPatient), nextCursor: z.string().nullable() }) } },
+      handler: async ({ query, principal }) => {
+        const { patients, next } = await listRoster(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        return { patients, nextCursor: encodeCursor(next) };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'DELETE',
+      url: '/api/employer/patients/:patientId/personal-data',
+      summary: "Erase a patient's personal data (crypto-shredding)",
+      description:
+        "Destroys the patient's data key, so every personal and health field of the patient's events (sealed under it) is unreadable from then on, " +
+        'and appends PatientErased (which holds no personal data). The read models drop the data; FHIR answers 410 for the patient and its resources. Repeating it answers the same.',
+      tags,
+      auth: { modes: ['session'], role: 'EMPLOYER_ADMIN' },
+      params: z.object({ patientId: z.string().max(64).meta({ description: 'The FHIR Patient id' }) }),
+      responses: { 200: { description: 'Erased', schema: z.object({ patientId: z.string(), erasedAt: z.string() }) } },
+      handler: async ({ params, principal, request }) => erasePatient(ctx, commandContextOf(principal, request.id), { patientId: params.patientId }),
+    });
+  };
+}

@@ -1,0 +1,57 @@
+// The patient, e-mail claim and clinical resource deciders: given / when / then, no database.
+import { describe, it } from 'vitest';
+import { clinicalResourceDecider } from '../../src/patients/clinical-resource.ts';
+import type { ClinicalResourceEvent, EmailClaimEvent, PatientEvent } from '../../src/patients/events.ts';
+import { emailClaimDecider, patientDecider } from '../../src/patients/patient.ts';
+import { deciderSpec } from '../support/decider.ts';
+
+const version = { patientId: 'p1', emailIndex: 'idx-a', sealed: 'v1.sealed', cohortId: null };
+const registered: PatientEvent = { type: 'PatientRegistered', data: version };
+const erased: PatientEvent = { type: 'PatientErased', data: { patientId: 'p1', erasedAt: '2026-03-01T00:00:00.000Z' } };
+
+describe('patient decider', () => {
+  const given = deciderSpec(patientDecider);
+  it('registers once', () => {
+    given([]).when({ type: 'RegisterPatient', ...version }).then([registered]);
+    given([registered]).when({ type: 'RegisterPatient', ...version }).thenThrows({ status: 409 });
+  });
+  it('updates at the expected version only (If-Match)', () => {
+    given([registered]).when({ type: 'UpdatePatient', ...version, expectedVersion: 1 }).then([{ type: 'PatientUpdated', data: version }]);
+    given([registered, { type: 'PatientUpdated', data: version }]).when({ type: 'UpdatePatient', ...version, expectedVersion: 1 }).thenThrows({ status: 412 });
+    given([]).when({ type: 'UpdatePatient', ...version }).thenThrows({ status: 404 });
+  });
+  it('erases once, and an erased patient changes no more (410)', () => {
+    given([registered]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: erased.data.erasedAt as string }).then([erased]);
+    given([registered, erased]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: 'later' }).then([]);
+    given([registered, erased]).when({ type: 'UpdatePatient', ...version }).thenThrows({ status: 410 });
+    given([]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: 'now' }).thenThrows({ status: 404 });
+  });
+});
+
+describe('e-mail claim decider', () => {
+  const given = deciderSpec(emailClaimDecider);
+  const claimed: EmailClaimEvent = { type: 'PatientEmailClaimed', data: { emailIndex: 'idx-a', patientId: 'p1' } };
+  const released: EmailClaimEvent = { type: 'PatientEmailReleased', data: { emailIndex: 'idx-a', patientId: 'p1' } };
+  it('gives an address to one patient at a time', () => {
+    given([]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([claimed]);
+    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([]);
+    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).thenThrows({ status: 409, code: 'DUPLICATE' });
+  });
+  it('releases only its holder\'s claim, after which another patient may claim it', () => {
+    given([claimed]).when({ type: 'ReleaseEmail', emailIndex: 'idx-a', patientId: 'p2' }).then([]);
+    given([claimed]).when({ type: 'ReleaseEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([released]);
+    given([claimed, released]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).then([{ type: 'PatientEmailClaimed', data: { emailIndex: 'idx-a', patientId: 'p2' } }]);
+  });
+});
+
+describe('clinical resource decider', () => {
+  const given = deciderSpec(clinicalResourceDecider);
+  const content = { resourceType: 'Observation' as const, resourceId: 'o1', patientId: 'p1', sealed: 'v1.sealed' };
+  const created: ClinicalResourceEvent = { type: 'ClinicalResourceCreated', data: content };
+  it('creates, then updates at the expected version only', () => {
+    given([]).when({ type: 'CreateResource', ...content }).then([created]);
+    given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 1 }).then([{ type: 'ClinicalResourceUpdated', data: content }]);
+    given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).thenThrows({ status: 412 });
+    given([]).when({ type: 'UpdateResource', ...content }).thenThrows({ status: 404 });
+  });
+});
