@@ -115,9 +115,11 @@ export async function startService(options: {
     openapi: new OpenAPIRegistry(),
     apiKeyAuthenticator: null,
     sessionLookup: null,
+    platformTokenLookup: null,
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    patientDirectory: null,
     encryptionKey: await resolveEncryptionKey(config),
     shutdownHooks: [],
   };

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import type { Principal, RouteAuth } from '../auth/principal.ts';
+import type { PlatformPrincipal, Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 
@@ -32,13 +32,13 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
    * handler returns its body (or sends a body-less reply itself), so the response can be stored.
    */
-  idempotent?: Auth extends { public: true } ? never : boolean;
+  idempotent?: Auth extends { public: true } | { platformFamily: string } ? never : boolean;
   handler: (
     input: {
       body: Infer<Body>;
       params: Infer<Params>;
       query: Infer<Query>;
-      principal: Auth extends { public: true } ? null : Principal;
+      principal: Auth extends { public: true } ? null : Auth extends { platformFamily: string } ? PlatformPrincipal : Principal;
       request: FastifyRequest;
       reply: FastifyReply;
     },
@@ -62,7 +62,9 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
       const execute = () => route.handler({ body, params, query, principal, request, reply } as never);
-      const result = route.idempotent && principal ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute) : await execute();
+      const result = route.idempotent && principal && principal.kind !== 'platformToken'
+        ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute)
+        : await execute();
       if (reply.sent) return reply;
       return result;
     },
@@ -90,7 +92,9 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     }
   }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
-  const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+  const security = 'public' in route.auth ? []
+    : 'platformFamily' in route.auth ? [{ platformToken: [] }]
+    : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
     registry.registerPath({
