@@ -163,7 +163,8 @@ const invoiceRow = z.object({
   id: z.string(), number: z.string(), amount_minor: z.number(), currency: z.string(), period_start: z.string(), period_end: z.string(),
   status: z.enum(['issued', 'paid']), paid_at: z.string().nullable(), created_at: z.string(), cursor_at: z.string(),
 });
-const invoiceColumns = sql.fragment`id, number, amount_minor, currency, period_start::text, period_end::text, status, paid_at, created_at`;
+// amount_minor is bigint (read as BigInt by slonik); amounts are at most Number.MAX_SAFE_INTEGER, exact as float8.
+const invoiceColumns = sql.fragment`id, number, amount_minor::float8 AS amount_minor, currency, period_start::text, period_end::text, status, paid_at, created_at`;
 
 function toInvoice(row: z.infer<typeof invoiceRow>): InvoiceView {
   return {
