@@ -32,7 +32,7 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
    * handler returns its body (or sends a body-less reply itself), so the response can be stored.
    */
-  idempotent?: Auth extends { public: true } | { platformFamily: string } ? never : boolean;
+  idempotent?: Auth extends { public: true } ? never : boolean;
   handler: (
     input: {
       body: Infer<Body>;
@@ -62,13 +62,28 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
       const execute = () => route.handler({ body, params, query, principal, request, reply } as never);
-      const result = route.idempotent && principal && principal.kind !== 'platformToken'
-        ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute)
+      const result = route.idempotent && principal
+        ? await runIdempotently(ctx, request, reply, idempotencyOwner(principal, params), route.errorShape, execute)
         : await execute();
       if (reply.sent) return reply;
       return result;
     },
   });
+}
+
+/**
+ * Idempotency keys belong to an employer: the caller's, or for a platform token (which acts for every
+ * employer) the one its route names in the path (`employerId`).
+ */
+function idempotencyOwner(principal: Principal | PlatformPrincipal, params: unknown): { employerId: string; caller: string } {
+  switch (principal.kind) {
+    case 'session':
+      return { employerId: principal.employerId, caller: `user:${principal.userId}` };
+    case 'apiKey':
+      return { employerId: principal.employerId, caller: `apiKey:${principal.keyId}` };
+    case 'platformToken':
+      return { employerId: String((params as { employerId?: unknown } | undefined)?.employerId), caller: `platformToken:${principal.tokenId}` };
+  }
 }
 
 function parseInput(schema: ZodType | undefined, value: unknown, where: string): unknown {

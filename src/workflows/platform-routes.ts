@@ -1,5 +1,6 @@
 // The internal platform API (/api/platform/v1/): how the platform's other services (clinical,
-// billing) report facts about an employer. Platform service tokens only (Authorization: Bearer), each
+// billing) report facts about an employer. The creating POSTs honour Idempotency-Key (keys scoped to
+// the employer in the path and the token), so a service retrying a submission creates nothing twice. Platform service tokens only (Authorization: Bearer), each
 // route needing one family; employer credentials never open these routes. The employer is in the
 // path: an unknown employer is 404; an id of another employer is 404; a patient that is not the
 // employer's is 400 UNKNOWN_PATIENT.
@@ -35,6 +36,7 @@ export function platformRoutes(): RoutePlugin {
       tags,
       auth: { platformFamily: 'authorization' },
       params: employerParams,
+      idempotent: true,
       body: z.strictObject({
         patientId,
         treatment: z.string().min(1).max(200).meta({ description: 'What is to be authorized, e.g. a procedure or drug code and name.' }),
@@ -56,6 +58,7 @@ export function platformRoutes(): RoutePlugin {
       tags,
       auth: { platformFamily: 'tapering' },
       params: employerParams,
+      idempotent: true,
       body: z.strictObject({
         patientId,
         medication: z.string().min(1).max(200),
@@ -92,6 +95,7 @@ export function platformRoutes(): RoutePlugin {
       tags,
       auth: { platformFamily: 'invoice' },
       params: employerParams,
+      idempotent: true,
       body: z
         .strictObject({
           number: z.string().min(1).max(64).meta({ description: 'The invoice number as printed.' }),

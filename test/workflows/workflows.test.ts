@@ -44,7 +44,7 @@ async function call(method: string, path: string, headers: Record<string, string
 /** A platform service client holding every family. */
 async function platformClient() {
   const headers = { authorization: `Bearer ${await platformToken(['authorization', 'tapering', 'invoice'])}` };
-  return { post: (path: string, body: unknown) => call('POST', `/api/platform/v1${path}`, headers, body) };
+  return { post: (path: string, body: unknown, extra: Record<string, string> = {}) => call('POST', `/api/platform/v1${path}`, { ...headers, ...extra }, body) };
 }
 
 const authorizationBody = (patientId: string) => ({ patientId, treatment: 'MRI lumbar spine', justification: 'Six weeks of pain', requestedAt: '2026-11-20T10:00:00Z' });
@@ -84,6 +84,11 @@ describe('each webhook event type is produced by a real operation and delivered 
     const again = await api.post(`/api/employer/authorizations/${submitted.body.id}/review`, { decision: 'denied' });
     expect(again).toMatchObject({ status: 409, body: { code: 'ALREADY_REVIEWED', requestId: expect.any(String) } });
 
+    const audit = await service.ctx.db.pg.query('SELECT action, actor_type, target_id FROM audit_log WHERE employer_id = $1 AND target_type = $2 ORDER BY global_position', [tenant.employerId, 'authorization']);
+    expect(audit.rows).toEqual([
+      { action: 'authorization.request', actor_type: 'platformToken', target_id: submitted.body.id },
+      { action: 'authorization.review', actor_type: 'user', target_id: submitted.body.id },
+    ]);
     const body = await delivered('authorization.reviewed');
     expect(body.data).toEqual({ authorizationId: submitted.body.id, patientId, decision: 'approved', note: 'Covered under plan B', reviewedBy: tenant.adminUserId, reviewedAt: reviewed.body.review.reviewedAt });
   });
@@ -118,7 +123,10 @@ describe('each webhook event type is produced by a real operation and delivered 
   it('invoice.paid: the platform reports an invoice issued, then paid once', async () => {
     const { tenant, api, delivered } = await subscribedTenant(['invoice.paid']);
     const platform = await platformClient();
-    const issued = await platform.post(`/employers/${tenant.employerId}/invoices`, invoiceBody);
+    const issued = await platform.post(`/employers/${tenant.employerId}/invoices`, invoiceBody, { 'idempotency-key': 'inv-2026-11' });
+    // The billing service retries with the same key: the same invoice, not a second one.
+    const retried = await platform.post(`/employers/${tenant.employerId}/invoices`, invoiceBody, { 'idempotency-key': 'inv-2026-11' });
+    expect(retried.body.id).toBe(issued.body.id);
     expect(issued).toMatchObject({ status: 201, body: { number: 'INV-2026-11', amountMinor: 1_234_500, currency: 'USD', status: 'issued', period: invoiceBody.period } });
     const paid = await platform.post(`/employers/${tenant.employerId}/invoices/${issued.body.id}/payments`, { paidAt: '2026-11-21T08:00:00Z' });
     expect(paid).toMatchObject({ status: 200, body: { status: 'paid', paidAt: '2026-11-21T08:00:00.000Z' } });
@@ -247,7 +255,10 @@ describe('platform tokens', () => {
     expect(await call('POST', `/api/platform/v1/employers/${tenant.employerId}/invoices`, bearer, invoiceBody)).toMatchObject({ status: 401, body: { code: 'PLATFORM_TOKEN_REVOKED' } });
     // Only the hash is stored.
     const stored = await service.ctx.db.slonik.query(sql.unsafe`SELECT * FROM platform_tokens WHERE id = ${billing.id}`);
-    expect(JSON.stringify(stored.rows)).not.toContain(billing.token);
+    const events = await service.ctx.eventStore.readStream(`system.platformToken-${billing.id}`);
+    expect(stored.rows).toHaveLength(1);
+    expect(events.map((event) => event.type)).toEqual(['PlatformTokenCreated', 'PlatformTokenRevoked']);
+    expect(JSON.stringify([stored.rows, events])).not.toContain(billing.token);
   });
 });
 
