@@ -258,7 +258,7 @@ describe('platform tokens', () => {
     const events = await service.ctx.eventStore.readStream(`system.platformToken-${billing.id}`);
     expect(stored.rows).toHaveLength(1);
     expect(events.map((event) => event.type)).toEqual(['PlatformTokenCreated', 'PlatformTokenRevoked']);
-    expect(JSON.stringify([stored.rows, events])).not.toContain(billing.token);
+    expect(JSON.stringify([stored.rows, events.map((event) => event.data)])).not.toContain(billing.token);
   });
 });
 
