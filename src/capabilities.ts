@@ -9,5 +9,6 @@ import { scimCapability } from './scim/capability.ts';
 import { ssoCapability } from './sso/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
+import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability];

@@ -20,6 +20,9 @@ import { findUserByEmail } from '../projections/tenants/queries.ts';
 import { describeFailure, describeSuccess } from '../scripts/verify-audit-chain.mjs';
 import { auditRecords, waitForSealing } from './audit/replay.ts';
 import { verifyTenantChain } from './audit/verify.ts';
+import { createPlatformToken, revokePlatformToken } from './workflows/commands.ts';
+import { DomainError } from './event-store/decider.ts';
+import { PLATFORM_FAMILIES } from './workflows/events.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -34,7 +37,10 @@ const USAGE = `Usage: npm run cli -- <command>
   patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
                                              ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
-  events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)`;
+  events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)
+  platform-tokens create --name <name> --families <f1,f2,...> [--json]
+                                             a platform service token (families: ${PLATFORM_FAMILIES.join(', ')}), printed once
+  platform-tokens revoke <id>                 revoke a platform service token`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
 
@@ -53,6 +59,7 @@ async function main(argv: string[]) {
       patient: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
       restart: { type: 'boolean', default: false },
+      families: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -85,6 +92,8 @@ async function main(argv: string[]) {
     if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
+    if (command === 'platform-tokens' && subcommand === 'create') return await platformTokensCreate(service, values.name, values.families, values.json!);
+    if (command === 'platform-tokens' && subcommand === 'revoke') return await platformTokensRevoke(service, argument);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
     await service.stop();
@@ -135,6 +144,22 @@ async function signInLink(service: Service, email: string | undefined, json: boo
   const link = await issueSignInToken(service.ctx, { tenantId: user.employer_id, actor: SYSTEM_ACTOR }, { userId: user.id, via: 'cli' });
   if (json) return void console.log(JSON.stringify({ employerId: user.employer_id, userId: user.id, signInUrl: link.signInUrl, expiresAt: link.expiresAt }));
   console.log(`${link.signInUrl}\n(valid until ${link.expiresAt})`);
+}
+
+async function platformTokensCreate(service: Service, name: string | undefined, families: string | undefined, json: boolean) {
+  const input = z
+    .object({ name: z.string().trim().min(1).max(100), families: z.array(z.enum(PLATFORM_FAMILIES)).min(1) })
+    .safeParse({ name, families: families?.split(',').map((family) => family.trim()).filter(Boolean) });
+  if (!input.success) throw new UsageError(`platform-tokens create needs --name <name> and --families <list> (of ${PLATFORM_FAMILIES.join(', ')}).`);
+  const { id, token } = await createPlatformToken(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
+  if (json) return void console.log(JSON.stringify({ id, token }));
+  console.log(`Platform token ${id} (${input.data.name}; ${input.data.families.join(', ')}). Shown once, store it now:\n  ${token}\nSend it as Authorization: Bearer <token> to /api/platform/v1/.`);
+}
+
+async function platformTokensRevoke(service: Service, tokenId: string | undefined) {
+  if (!tokenId) throw new UsageError('platform-tokens revoke needs the token id.');
+  await revokePlatformToken(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, { tokenId });
+  console.log(`Platform token ${tokenId} revoked.`);
 }
 
 /** Status counts pending events up to this (a count costs what scanning, or on KurrentDB reading, them costs). */
@@ -272,7 +297,7 @@ function createProgress(label: string, total: number) {
 }
 
 main(process.argv.slice(2)).catch((error) => {
-  if (error instanceof UsageError || error instanceof ConfigError) {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof DomainError) {
     console.error(error.message);
     process.exit(2);
   }

@@ -10,6 +10,7 @@ export type Actor =
   | { type: 'user'; id: string }
   | { type: 'apiKey'; id: string }
   | { type: 'scimToken'; id: string }
+  | { type: 'platformToken'; id: string }
   | { type: 'system'; id: string };
 
 export type EventMetadata = {

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import type { Principal, RouteAuth } from '../auth/principal.ts';
+import type { PlatformPrincipal, Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 import { DomainError } from '../event-store/decider.ts';
@@ -42,7 +42,7 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
       body: Infer<Body>;
       params: Infer<Params>;
       query: Infer<Query>;
-      principal: Auth extends { public: true } ? null : Principal;
+      principal: Auth extends { public: true } ? null : Auth extends { platformFamily: string } ? PlatformPrincipal : Principal;
       request: FastifyRequest;
       reply: FastifyReply;
     },
@@ -69,11 +69,28 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
       const execute = () => route.handler({ body, params, query, principal, request, reply } as never);
-      const result = route.idempotent && principal ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute) : await execute();
+      const result = route.idempotent && principal
+        ? await runIdempotently(ctx, request, reply, idempotencyOwner(principal, params), route.errorShape, execute)
+        : await execute();
       if (reply.sent) return reply;
       return result;
     },
   });
+}
+
+/**
+ * Idempotency keys belong to an employer: the caller's, or for a platform token (which acts for every
+ * employer) the one its route names in the path (`employerId`).
+ */
+function idempotencyOwner(principal: Principal | PlatformPrincipal, params: unknown): { employerId: string; caller: string } {
+  switch (principal.kind) {
+    case 'session':
+      return { employerId: principal.employerId, caller: `user:${principal.userId}` };
+    case 'apiKey':
+      return { employerId: principal.employerId, caller: `apiKey:${principal.keyId}` };
+    case 'platformToken':
+      return { employerId: String((params as { employerId?: unknown } | undefined)?.employerId), caller: `platformToken:${principal.tokenId}` };
+  }
 }
 
 function parseInput(schema: ZodType | undefined, value: unknown, where: string): unknown {
@@ -138,7 +155,9 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
   if (route.body ?? route.documentedBody) {
     responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body)` };
   }
-  const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+  const security = 'public' in route.auth ? []
+    : 'platformFamily' in route.auth ? [{ platformToken: [] }]
+    : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
     registry.registerPath({

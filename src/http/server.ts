@@ -123,6 +123,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   for (const plugin of plugins) await fastify.register(plugin, { ctx });
 
   ctx.openapi.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
+  ctx.openapi.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
   ctx.openapi.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: 'ei_session', description: 'Browser session from /api/auth/signin.' });
   const document = new OpenApiGeneratorV31(ctx.openapi.definitions).generateDocument({
     openapi: '3.1.0',
