@@ -76,7 +76,8 @@ export function formatDate(value: string | null | undefined): string {
 }
 
 export function table(caption: string, headers: string[], rows: Node[][]): HTMLElement {
-  return h('div', { class: 'table-wrap' },
+  // A region that scrolls sideways on a phone: focusable, so the keyboard can scroll it too.
+  return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': caption },
     h('table', {},
       h('caption', {}, caption),
       h('thead', {}, h('tr', {}, headers.map((header) => h('th', { scope: 'col' }, header)))),

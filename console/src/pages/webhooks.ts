@@ -119,9 +119,9 @@ export const webhooksPage: Page = {
         h('span', {}, `${webhook.failureCount} / ${webhook.maxFailures}`),
         h('span', {}, webhook.lastDelivery ? `${webhook.lastDelivery.event}: ${webhook.lastDelivery.status} ${webhook.lastDelivery.statusCode ?? ''}` : '—'),
         h('span', { class: 'actions' },
-          h('button', { type: 'button', onclick: () => sendTest(webhook), disabled: webhook.status !== 'active', 'aria-label': `Send a test to ${webhook.url}` }, 'Send test'),
+          h('button', { type: 'button', onclick: () => sendTest(webhook), disabled: webhook.status !== 'active', 'aria-label': `Send test to ${webhook.url}` }, 'Send test'),
           h('button', { type: 'button', onclick: () => run(() => showDeliveries(webhook)), 'aria-label': `Deliveries to ${webhook.url}` }, 'Deliveries'),
-          h('button', { type: 'button', onclick: () => rotate(webhook), 'aria-label': `Rotate the secret of ${webhook.url}` }, 'Rotate secret'),
+          h('button', { type: 'button', onclick: () => rotate(webhook), 'aria-label': `Rotate secret of ${webhook.url}` }, 'Rotate secret'),
           webhook.status === 'active'
             ? h('button', { type: 'button', onclick: () => setStatus(webhook, 'inactive'), 'aria-label': `Disable ${webhook.url}` }, 'Disable')
             : h('button', { type: 'button', onclick: () => setStatus(webhook, 'active'), 'aria-label': `Re-enable ${webhook.url}` }, 'Re-enable'),
