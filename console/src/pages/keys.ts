@@ -42,7 +42,9 @@ export const keysPage: Page = {
     const status = notice();
     const list = h('div');
     const created = h('div');
-    const { availableScopes } = await ok(api.GET('/api/employer/api-keys', { params: { query: {} } }));
+    type KeyPage = { keys: ApiKey[]; nextCursor: string | null };
+    const firstPage = await ok(api.GET('/api/employer/api-keys', { params: { query: {} } }));
+    const { availableScopes } = firstPage;
 
     const name = h('input', { name: 'name', required: true, maxlength: 100, autocomplete: 'off' });
     const cidrs = h('textarea', { name: 'allowedIpCidrs', rows: 2, placeholder: '203.0.113.0/24' });
@@ -98,14 +100,15 @@ export const keysPage: Page = {
       }
     };
 
-    const refresh = async () => {
+    /** Shows every key, reading page after page; the first page may be one already read. */
+    const refresh = async (first?: KeyPage) => {
       const keys: ApiKey[] = [];
-      let cursor: string | null = null;
-      do {
-        const page: { keys: ApiKey[]; nextCursor: string | null } = await ok(api.GET('/api/employer/api-keys', { params: { query: cursor ? { cursor } : {} } }));
+      let page: KeyPage = first ?? (await ok(api.GET('/api/employer/api-keys', { params: { query: {} } })));
+      keys.push(...page.keys);
+      while (page.nextCursor) {
+        page = await ok(api.GET('/api/employer/api-keys', { params: { query: { cursor: page.nextCursor } } }));
         keys.push(...page.keys);
-        cursor = page.nextCursor;
-      } while (cursor);
+      }
       list.replaceChildren(table('API keys of this employer', ['Name', 'Status', 'Scopes', 'Allowlist', 'Expires', 'Last use', 'Requests', 'Actions'], keys.map((key) => [
         h('span', {}, key.name, h('br'), h('small', {}, `mt_live_${key.keyPrefix}…`)),
         h('span', { class: `status ${key.status}` }, key.status),
@@ -124,6 +127,6 @@ export const keysPage: Page = {
     };
 
     main.append(form, status.element, created, list);
-    await refresh();
+    await refresh(firstPage);
   },
 };
