@@ -36,7 +36,7 @@ export default async function consoleBench(args: string[]) {
       await page.goto(`${service.url}/`);
       await page.getByRole('table', { name: 'API keys of this employer' }).waitFor();
       shown.push(performance.now() - started);
-      loadEvent.push(await page.evaluate(() => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).loadEventEnd));
+      loadEvent.push(await page.evaluate<number>("performance.getEntriesByType('navigation')[0].loadEventEnd"));
       await context.close();
     }
     shown.sort((a, b) => a - b);

@@ -105,7 +105,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await page.locator('body').focus();
     await waitUntil('the name field to get focus', async () => {
       await page.keyboard.press('Tab');
-      return page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name === 'name');
+      return page.evaluate<boolean>("document.activeElement?.name === 'name'");
     }, 10_000);
     await page.keyboard.type('console key');
     await page.keyboard.press('Tab');
@@ -122,7 +122,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     expect(rawKey).toMatch(/^mt_live_[0-9a-f]{64}$/);
     expect(await page.getByRole('region', { name: 'New key "console key"' }).textContent()).toContain('shown only this once');
     await page.getByRole('button', { name: 'Copy' }).click();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(rawKey);
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(rawKey);
     await checkPage('keys');
 
     const call = await fetch(`${service.url}/api/employer/webhooks`, { headers: keyHeaders(rawKey) });

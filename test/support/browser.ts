@@ -36,7 +36,7 @@ export async function seriousAxeViolations(page: Page): Promise<Array<{ id: stri
   await page.evaluate(await axeSource);
   const violations = await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run: (context: unknown, options: unknown) => Promise<{ violations: AxeViolation[] }> } }).axe;
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations;
+    return (await axe.run('html', { resultTypes: ['violations'] })).violations;
   });
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
