@@ -29,7 +29,8 @@ export function setFieldError(control: HTMLElement, message: string | null): voi
   else control.removeAttribute('aria-invalid');
 }
 
-/** A status line that screen readers announce: successes and errors of the last action. */
+/** A status line that screen readers announce: successes and errors of the last action. Pages set it after
+ * re-rendering, so what it announces is already on screen. */
 export function notice(): { element: HTMLElement; ok(text: string): void; fail(error: unknown): void; clear(): void } {
   const element = h('p', { class: 'notice', role: 'status', 'aria-live': 'polite' });
   return {

@@ -178,6 +178,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await page.getByRole('button', { name: 'Turn SCIM on' }).click();
     const token = (await page.getByTestId('secret').textContent()) ?? '';
     expect(token.length).toBeGreaterThan(20);
+    await page.getByText('SCIM turned on.').waitFor();
     expect(await page.getByTestId('scim-state').textContent()).toMatch(/^SCIM is on/);
     const scim = await fetch(`${service.url}/api/scim/v2/Users`, { headers: { authorization: `Bearer ${token}` } });
     expect(scim.status).toBe(200);

@@ -93,8 +93,8 @@ export const keysPage: Page = {
         const params = { path: { keyId: key.id } };
         if (action === 'revoke') await ok(api.DELETE('/api/employer/api-keys/{keyId}', { params }));
         else await ok(api.PATCH('/api/employer/api-keys/{keyId}', { params, body: { status: action === 'suspend' ? 'inactive' : 'active' } }));
-        status.ok(`Key "${key.name}": ${action === 'revoke' ? 'revoked' : action === 'suspend' ? 'suspended' : 'resumed'}.`);
         await refresh();
+        status.ok(`Key "${key.name}": ${action === 'revoke' ? 'revoked' : action === 'suspend' ? 'suspended' : 'resumed'}.`);
       } catch (error) {
         status.fail(error);
       }

@@ -36,9 +36,9 @@ export const patientsPage: Page = {
         }
         try {
           const result = await callJson<UploadResult>('POST', '/api/employer/upload-cohort', { patients });
-          status.ok(`Cohort uploaded: ${result.received} received, ${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged.`);
           upload.reset();
           await refresh();
+          status.ok(`Cohort uploaded: ${result.received} received, ${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged.`);
         } catch (error) {
           const rows = error instanceof ApiError ? (error.body as { errors?: RowError[] } | null)?.errors?.filter((row) => typeof row.index === 'number') : undefined;
           if (rows?.length) showErrors(rows);

@@ -22,9 +22,9 @@ export const ssoPage: Page = {
       status.clear();
       try {
         const result: SsoUpdate = await ok(api.POST('/api/employer/sso', { body: update as never }));
+        await refresh();
         if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, TOKEN_WARNING));
         status.ok(done);
-        await refresh();
       } catch (error) {
         status.fail(error);
       }

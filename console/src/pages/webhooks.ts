@@ -50,8 +50,8 @@ export const webhooksPage: Page = {
       status.clear();
       try {
         const message = await what();
-        if (message) status.ok(message);
         await refresh();
+        if (message) status.ok(message);
       } catch (error) {
         status.fail(error);
       }
