@@ -1,6 +1,7 @@
 // First load of the admin console in Debian's Chromium: a signed-in administrator opens / in a fresh
 // browser context (empty cache) and the API keys page has rendered its table, which takes the HTML,
-// the script, the stylesheet and three API calls. Prints percentiles over the runs, the browser's
+// the script, the stylesheet and two API calls (session, keys). The page marks `console-ready` when
+// rendered; its time from navigation start is the figure. Prints percentiles over the runs, the browser's
 // load event time, and the size of the JavaScript as sent and gzipped.
 //   npm run bench -- console [runs=10]
 import { gzipSync } from 'node:zlib';
@@ -28,6 +29,7 @@ export default async function consoleBench(args: string[]) {
 
     const shown: number[] = [];
     const loadEvent: number[] = [];
+    const ready: number[] = [];
     for (let run = 0; run < runs; run += 1) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       await context.addCookies([{ name: 'ei_session', value: secret, url: service.url }]);
@@ -37,12 +39,15 @@ export default async function consoleBench(args: string[]) {
       await page.getByRole('table', { name: 'API keys of this employer' }).waitFor();
       shown.push(performance.now() - started);
       loadEvent.push(await page.evaluate<number>("performance.getEntriesByType('navigation')[0].loadEventEnd"));
+      ready.push(await page.evaluate<number>("performance.getEntriesByName('console-ready')[0].startTime"));
       await context.close();
     }
     shown.sort((a, b) => a - b);
     loadEvent.sort((a, b) => a - b);
+    ready.sort((a, b) => a - b);
     const ms = (value: number) => `${value.toFixed(0)} ms`;
-    console.log(`console first load, ${runs} fresh contexts: keys table shown p50 ${ms(percentile(shown, 50))}, p90 ${ms(percentile(shown, 90))}, max ${ms(shown.at(-1)!)}; load event p50 ${ms(percentile(loadEvent, 50))}`);
+    console.log(`console first load, ${runs} fresh contexts (from navigation, in the browser): page rendered with its data p50 ${ms(percentile(ready, 50))}, p90 ${ms(percentile(ready, 90))}, max ${ms(ready.at(-1)!)}; load event p50 ${ms(percentile(loadEvent, 50))}`);
+    console.log(`  as the test driver sees it (goto to table found, with the DevTools round trips): p50 ${ms(percentile(shown, 50))}, p90 ${ms(percentile(shown, 90))}`);
     console.log(`console app.js: ${(script.length / 1024).toFixed(1)} kB, ${(gzipSync(script).length / 1024).toFixed(1)} kB gzipped`);
   } finally {
     await browser.close();

@@ -45,6 +45,8 @@ async function show(session: Session) {
   main.replaceChildren(h('h1', {}, page.title));
   try {
     await page.render(main, session);
+    // Time from navigation to a usable page: read by `npm run bench -- console`.
+    if (performance.getEntriesByName('console-ready').length === 0) performance.mark('console-ready');
   } catch (error) {
     main.append(h('p', { role: 'alert', class: 'notice fail' }, error instanceof Error ? error.message : String(error)));
   }
