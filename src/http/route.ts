@@ -116,10 +116,10 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
 
 /**
  * `GET /api/employer/webhooks/:webhookId/deliveries` -> `getEmployerWebhooksByWebhookIdDeliveries`: the
- * method, then each path segment after /api in camel case, parameters as `By<Name>`. Unique because
- * method and path are.
+ * method, then each path segment after /api in camel case, parameters as `By<Name>`.
+ * test/http/openapi.test.ts checks that every operation's id is unique.
  */
-export function derivedOperationId(method: string, url: string): string {
+function derivedOperationId(method: string, url: string): string {
   const words = url
     .split('/')
     .filter((segment, index) => segment !== '' && !(index === 1 && segment === 'api'))
