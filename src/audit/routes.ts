@@ -52,12 +52,15 @@ export function auditRoutes(): RoutePlugin {
       },
     });
 
-    const { publicKey, keyId } = ctx.auditSigner;
-    const published = {
-      algorithm: 'Ed25519' as const,
-      keyId,
-      publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
-      publicKeySpki: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    // Read when asked, not at registration: describing the routes (the console's build) needs no key.
+    const published = () => {
+      const { publicKey, keyId } = ctx.auditSigner;
+      return {
+        algorithm: 'Ed25519' as const,
+        keyId,
+        publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        publicKeySpki: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      };
     };
     defineRoute(fastify, ctx, {
       method: 'GET',
@@ -67,7 +70,7 @@ export function auditRoutes(): RoutePlugin {
       tags: ['Audit'],
       auth: { public: true },
       responses: { 200: { description: 'The Ed25519 public key', schema: publicKeyBody } },
-      handler: async () => published,
+      handler: async () => published(),
     });
   };
 }

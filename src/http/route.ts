@@ -21,6 +21,8 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   url: string;
   summary: string;
   description?: string;
+  /** Names the operation in /api/openapi (and so in generated clients); derived from method and url when absent. */
+  operationId?: string;
   tags: string[];
   auth: Auth;
   body?: Body;
@@ -163,6 +165,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     registry.registerPath({
       method: method.toLowerCase() as 'get',
       path: route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
+      operationId: route.operationId ?? derivedOperationId(method, route.url),
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
@@ -176,4 +179,21 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       responses,
     });
   }
+}
+
+/**
+ * `GET /api/employer/webhooks/:webhookId/deliveries` -> `getEmployerWebhooksByWebhookIdDeliveries`: the
+ * method, then each path segment after /api in camel case, parameters as `By<Name>`.
+ * test/http/openapi.test.ts checks that every operation's id is unique.
+ */
+function derivedOperationId(method: string, url: string): string {
+  const words = url
+    .split('/')
+    .filter((segment, index) => segment !== '' && !(index === 1 && segment === 'api'))
+    .map((segment) => (segment.startsWith(':') ? `By${capitalise(segment.slice(1))}` : segment.split(/[^A-Za-z0-9]+/).map(capitalise).join('')));
+  return method.toLowerCase() + words.join('');
+}
+
+function capitalise(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1);
 }

@@ -7,7 +7,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { OpenApiGeneratorV31, type OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Fastify, { LogController, type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { sql } from 'slonik';
@@ -122,17 +122,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
 
   for (const plugin of plugins) await fastify.register(plugin, { ctx });
 
-  ctx.openapi.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
-  ctx.openapi.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
-  ctx.openapi.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: 'ei_session', description: 'Browser session from /api/auth/signin.' });
-  const document = new OpenApiGeneratorV31(ctx.openapi.definitions).generateDocument({
-    openapi: '3.1.0',
-    info: {
-      ...API_VERSION_INFO,
-      description: 'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.',
-    },
-    servers: [{ url: ctx.config.PUBLIC_BASE_URL }],
-  });
+  const document = openApiDocument(ctx.openapi, ctx.config.PUBLIC_BASE_URL);
   fastify.get('/api/openapi', async () => document);
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
@@ -175,4 +165,19 @@ function answerClientError(error: ConnectionError, socket: Socket, shapeForPath:
     );
   }
   socket.destroy();
+}
+
+/** The OpenAPI description of every route registered so far through defineRoute (served at /api/openapi; typed client of the console). */
+export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string) {
+  registry.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
+  registry.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
+  registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: 'ei_session', description: 'Browser session from /api/auth/signin.' });
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      ...API_VERSION_INFO,
+      description: 'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.',
+    },
+    servers: [{ url: publicBaseUrl }],
+  });
 }
