@@ -28,7 +28,7 @@ export type AuthorizationView = z.infer<typeof authorizationView>;
 
 export const taperingStepView = z
   .object({
-    startsOn: z.iso.date().meta({ description: 'First day of this step (YYYY-MM-DD).' }),
+    startsOn: z.iso.date().max(10).meta({ description: 'First day of this step (YYYY-MM-DD).' }),
     dailyDose: z.number().nonnegative(),
     unit: z.string().min(1).max(20).meta({ example: 'mg' }),
   })

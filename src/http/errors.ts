@@ -31,18 +31,6 @@ export const defaultErrorShape: ErrorShape = (error, request) => ({
   body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
 });
 
-/** FHIR R4 issue types (SPEC section 7.2: 400 invalid, 404 not-found, 409 duplicate): by code where one is specific, else by status. */
-const FHIR_ISSUE_BY_STATUS: Record<number, string> = { 400: 'invalid', 401: 'login', 403: 'forbidden', 404: 'not-found', 409: 'duplicate', 412: 'conflict', 413: 'too-long', 415: 'not-supported', 422: 'processing', 429: 'throttled', 503: 'transient' };
-const FHIR_ISSUE_BY_CODE: Record<string, string> = { DATABASE_UNAVAILABLE: 'transient', CONCURRENT_MODIFICATION: 'conflict' };
-
-/** FHIR routes answer with an OperationOutcome (application/fhir+json). */
-export const fhirErrorShape: ErrorShape = (error) => ({
-  contentType: 'application/fhir+json',
-  body: {
-    resourceType: 'OperationOutcome',
-    issue: [{ severity: 'error', code: FHIR_ISSUE_BY_CODE[error.code] ?? FHIR_ISSUE_BY_STATUS[error.status] ?? 'exception', diagnostics: error.message }],
-  },
-});
 
 export function validationError(error: ZodError, where: string): DomainError {
   const errors = error.issues.map((issue) => ({

@@ -4,6 +4,7 @@
 // route needing one family; employer credentials never open these routes. The employer is in the
 // path: an unknown employer is 404; an id of another employer is 404; a patient that is not the
 // employer's is 400 UNKNOWN_PATIENT.
+import { TIMESTAMP_MAX } from '../http/limits.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
@@ -18,7 +19,7 @@ const PREFIX = '/api/platform/v1/employers/:employerId';
 const employerParams = z.object({ employerId: z.string().max(100) });
 const id = z.string().max(100);
 const patientId = z.string().min(1).max(100).meta({ description: 'A patient of this employer; another employer\'s patient is 400 UNKNOWN_PATIENT.' });
-const timestamp = z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601 with a time zone.' });
+const timestamp = z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).meta({ description: 'ISO 8601 with a time zone.' });
 const tags = ['Platform (internal)'];
 const employerNotFound = { 404: { description: 'No such employer (or no such id for this employer)' } };
 
@@ -100,8 +101,8 @@ export function platformRoutes(): RoutePlugin {
         .strictObject({
           number: z.string().min(1).max(64).meta({ description: 'The invoice number as printed.' }),
           amountMinor: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).meta({ description: 'In the currency\'s minor unit.' }),
-          currency: z.string().regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217, upper case.' }),
-          period: z.strictObject({ start: z.iso.date(), end: z.iso.date() }).meta({ description: 'Billing period, inclusive dates.' }),
+          currency: z.string().max(3).regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217, upper case.' }),
+          period: z.strictObject({ start: z.iso.date().max(10), end: z.iso.date().max(10) }).meta({ description: 'Billing period, inclusive dates.' }),
         })
         .refine((body) => body.period.start <= body.period.end, { message: 'period.end must not be before period.start', path: ['period', 'end'] }),
       responses: { 201: { description: 'The invoice', schema: invoiceView }, ...employerNotFound },

@@ -37,7 +37,7 @@ export const simulationBody = z.strictObject({
   adoptionRate: z.number().min(0).max(1).meta({ description: `Share of members on a tapering plan once adoption has ramped up (after ${RAMP_MONTHS} months), 0 to 1.` }),
   baselineMonthlyCostMinor: z.number().int().min(0).max(100_000_000).meta({ description: 'Monthly cost per member without tapering, in minor units.' }),
   taperedMonthlyCostMinor: z.number().int().min(0).max(100_000_000).meta({ description: 'Monthly cost per member on a tapering plan, in minor units (may exceed the baseline: savings are then negative).' }),
-  currency: z.string().regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217 code, upper case; the figures are not converted.' }),
+  currency: z.string().max(3).regex(/^[A-Z]{3}$/).meta({ description: 'ISO 4217 code, upper case; the figures are not converted.' }),
 });
 
 export function workflowRoutes(): RoutePlugin {

@@ -388,7 +388,7 @@ describe('route fuzzing from /api/openapi', () => {
 
   beforeAll(async () => {
     service = await startTestService({
-      env: { API_KEY_RATE_LIMIT_PER_MIN: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+      env: { API_KEY_RATE_LIMIT_PER_MIN: '1000000', FHIR_RATE_LIMIT_PER_MIN: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CRON_SECRET: 'fuzz-cron-secret-0123456789' },
       // The SCIM limits would answer most of the fuzzer's SCIM requests with 429 (valid, but untested).
       capabilities: capabilities.map((capability) =>
         capability.name === 'scim' ? createScimCapability({ rateLimits: { perToken: { perSecond: 100_000, burst: 100_000 }, failedAuthPerAddress: { perSecond: 100_000, burst: 100_000 } } }) : capability,
