@@ -187,8 +187,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     expect(await page.getByTestId('secret').count()).toBe(0);
   });
 
-  it('uploads a cohort CSV: a bad row is shown and nothing is sent, then a good file shows its counts', async (test) => {
-    requireRoute(test, '/api/employer/upload-cohort');
+  it('uploads a cohort CSV: a bad row is shown and nothing is sent, then a good file shows its counts', async () => {
     await openPage('patients', 'Patients');
     const file = page.getByLabel('CSV file');
     await file.setInputFiles({ name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('email,firstName,lastName\nann@example.test,Ann,Lee\nnot-an-email,Bob,\n') });
@@ -218,8 +217,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await checkPage('exports');
   });
 
-  it('finds these actions in the audit log', async (test) => {
-    requireRoute(test, '/api/employer/audit-events');
+  it('finds these actions in the audit log', async () => {
     await openPage('audit', 'Audit log');
     await page.getByLabel('Action').fill('api_key.revoked');
     await page.getByRole('button', { name: 'Apply filters' }).click();

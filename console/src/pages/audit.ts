@@ -1,15 +1,14 @@
 // The audit log: filters (action, actor, target, time range) and cursor paging.
-import { callJson } from '../api.ts';
+import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, table } from '../dom.ts';
+import type { components } from '../../generated/api.d.ts';
 import type { Page } from '../main.ts';
-import { requireRoute } from './pending.ts';
 
-type AuditEvent = { id?: string; action: string; actorId?: string | null; actorType?: string | null; targetId?: string | null; targetType?: string | null; occurredAt?: string; createdAt?: string };
+type AuditEntry = components['schemas']['AuditEntry'];
 
 export const auditPage: Page = {
   title: 'Audit log',
   async render(main) {
-    if (!(await requireRoute(main, '/api/employer/audit-events', 'The audit log'))) return;
     const status = notice();
     const results = h('div');
     const more = h('div');
@@ -20,24 +19,24 @@ export const auditPage: Page = {
       from: h('input', { name: 'from', type: 'datetime-local' }),
       to: h('input', { name: 'to', type: 'datetime-local' }),
     };
-    let events: AuditEvent[] = [];
+    let entries: AuditEntry[] = [];
 
     const load = async (cursor: string | null) => {
       status.clear();
-      const query = new URLSearchParams();
+      const query: Record<string, string> = {};
       for (const [name, input] of Object.entries(inputs)) {
         if (!input.value.trim()) continue;
-        query.set(name, input.type === 'datetime-local' ? new Date(input.value).toISOString() : input.value.trim());
+        query[name] = input.type === 'datetime-local' ? new Date(input.value).toISOString() : input.value.trim();
       }
-      if (cursor) query.set('cursor', cursor);
+      if (cursor) query.cursor = cursor;
       try {
-        const page = await callJson<{ events?: AuditEvent[]; auditEvents?: AuditEvent[]; nextCursor: string | null }>('GET', `/api/employer/audit-events?${query}`);
-        events = cursor ? [...events, ...(page.events ?? page.auditEvents ?? [])] : (page.events ?? page.auditEvents ?? []);
-        results.replaceChildren(table('Audit events', ['When', 'Action', 'Actor', 'Target'], events.map((event) => [
-          h('span', {}, formatDate(event.occurredAt ?? event.createdAt)),
-          h('code', {}, event.action),
-          h('span', {}, [event.actorType, event.actorId].filter(Boolean).join(' ') || '—'),
-          h('span', {}, [event.targetType, event.targetId].filter(Boolean).join(' ') || '—'),
+        const page = await ok(api.GET('/api/employer/audit-events', { params: { query } }));
+        entries = cursor ? [...entries, ...page.entries] : page.entries;
+        results.replaceChildren(table('Audit events', ['When', 'Action', 'Actor', 'Target'], entries.map((entry) => [
+          h('span', {}, formatDate(entry.occurredAt)),
+          h('code', {}, entry.action),
+          h('span', {}, `${entry.actor.type} ${entry.actor.id}`),
+          h('span', {}, entry.target ? `${entry.target.type} ${entry.target.id}` : '—'),
         ])));
         more.replaceChildren(page.nextCursor ? h('button', { type: 'button', onclick: () => load(page.nextCursor) }, 'Show more') : '');
       } catch (error) {
