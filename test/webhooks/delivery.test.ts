@@ -132,7 +132,11 @@ describe('retries', () => {
     });
     expect(disabled).toMatchObject({ failureCount: 2, disabledReason: 'failure_threshold' });
     expect(requestsTo('/down')).toHaveLength(12);
-    const audit = await service.ctx.db.pg.query(`SELECT action, actor_type, details FROM audit_log WHERE target_id = $1 ORDER BY global_position`, [id]);
+    // The audit log is a read model of its own: it may record the deactivation a moment after the webhooks model shows it.
+    const audit = await waitUntil('the deactivation audited', async () => {
+      const rows = await service.ctx.db.pg.query(`SELECT action, actor_type, details FROM audit_log WHERE target_id = $1 ORDER BY global_position`, [id]);
+      return rows.rows.length >= 4 && rows;
+    });
     expect(audit.rows.map((row) => row.action)).toEqual(['webhook.create', 'webhook.ping', 'webhook.ping', 'webhook.deactivate']);
     expect(audit.rows[3]).toMatchObject({ actor_type: 'system', details: { reason: 'failure_threshold' } });
 
