@@ -1,10 +1,12 @@
-// Queries of the cohort list and the patient roster (cursor-paged, newest first, scoped by employer).
+// Queries of the cohort list and the patient roster (cursor-paged, newest first, scoped by employer),
+// and the platform workflows' patient directory.
 // The roster reads the Patient rows of the fhir-resources read model, shown as cohort rows.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
 import type { FhirJson } from '../../src/fhir/search-parameters.ts';
 import { cohortRowOf } from '../../src/patients/cohort-row.ts';
+import type { PatientDirectory } from '../../src/workflows/patient-directory.ts';
 
 export const cohortSummary = z
   .object({
@@ -80,5 +82,26 @@ export async function listRoster(pool: CommonQueryMethods, employerId: string, {
       };
     }),
     next,
+  };
+}
+
+/**
+ * The platform workflows' PatientDirectory over the read models: a patient is the employer's
+ * non-erased Patient in fhir_resources; a cohort's patients are its `cohort_members` (an erasure
+ * removes the patient from them).
+ */
+export function readModelPatientDirectory(pool: CommonQueryMethods): PatientDirectory {
+  return {
+    async exists(employerId, patientId) {
+      return pool.exists(sql.unsafe`
+        SELECT 1 FROM fhir_resources WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND id = ${patientId} AND NOT erased`);
+    },
+    async countActive(employerId, cohortId) {
+      return pool.oneFirst(cohortId
+        ? sql.type(z.object({ count: z.number() }))`
+            SELECT count(*)::int AS count FROM cohort_members WHERE employer_id = ${employerId} AND cohort_id = ${cohortId}`
+        : sql.type(z.object({ count: z.number() }))`
+            SELECT count(*)::int AS count FROM fhir_resources WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased`);
+    },
   };
 }

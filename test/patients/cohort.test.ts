@@ -159,6 +159,29 @@ describe('cohort.uploaded', () => {
   });
 });
 
+describe('cohort members (the platform workflows\' patient directory)', () => {
+  it('a patient changed by a later upload belongs to both cohorts; an erased patient to none and exists no more', async () => {
+    const { employerId, api } = await admin();
+    const directory = service.ctx.patientDirectory!;
+    const patients = rows(3);
+    const first = await api.post('/api/employer/upload-cohort', { patients });
+    const second = await api.post('/api/employer/upload-cohort', { patients: [{ ...patients[0]!, lastName: 'Changed' }, patients[1]!] });
+    expect(second.body).toMatchObject({ updated: 1, unchanged: 1 });
+    expect(await directory.countActive(employerId, first.body.cohortId)).toBe(3);
+    expect(await directory.countActive(employerId, second.body.cohortId)).toBe(1);
+    expect(await directory.countActive(employerId)).toBe(3);
+
+    const changed = (await roster(api)).find((p) => p.email === patients[0]!.email);
+    expect(await directory.exists(employerId, changed.id)).toBe(true);
+    expect((await api.delete(`/api/employer/patients/${changed.id}/personal-data`)).status).toBe(200);
+    expect(await directory.exists(employerId, changed.id)).toBe(false);
+    expect(await directory.countActive(employerId, first.body.cohortId)).toBe(2);
+    expect(await directory.countActive(employerId, second.body.cohortId)).toBe(0);
+    expect(await directory.countActive(employerId)).toBe(2);
+    expect(await directory.countActive('emp_other', first.body.cohortId)).toBe(0);
+  });
+});
+
 describe('tenant isolation', () => {
   it("keeps one employer's patients and cohorts out of another's roster, cohorts and FHIR", async () => {
     const one = await admin();

@@ -10,7 +10,7 @@ import { createPlatformToken, revokePlatformToken } from '../../src/workflows/co
 import type { PlatformFamily } from '../../src/workflows/events.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { addPatient } from '../support/patients.ts';
+import { addPatient, addPatients } from '../support/patients.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type ApiResponse } from '../webhooks/helpers.ts';
 
@@ -73,7 +73,7 @@ describe('each webhook event type is produced by a real operation and delivered 
   it('authorization.reviewed: the platform submits a request, the employer reviews it once', async () => {
     const { tenant, api, delivered } = await subscribedTenant(['authorization.reviewed']);
     const platform = await platformClient();
-    const patientId = await addPatient(service, tenant.employerId);
+    const patientId = await addPatient(service, tenant);
     const submitted = await platform.post(`/employers/${tenant.employerId}/authorizations`, authorizationBody(patientId));
     expect(submitted.status).toBe(201);
     expect(submitted.body).toMatchObject({ patientId, status: 'pending', review: null, requestedAt: '2026-11-20T10:00:00.000Z' });
@@ -96,7 +96,7 @@ describe('each webhook event type is produced by a real operation and delivered 
   it('tapering.proposed, tapering.approved and tapering.declined: the platform reports proposals and outcomes', async () => {
     const { tenant, api, delivered, deliveries } = await subscribedTenant(['tapering.proposed', 'tapering.approved', 'tapering.declined']);
     const platform = await platformClient();
-    const patientId = await addPatient(service, tenant.employerId);
+    const patientId = await addPatient(service, tenant);
     const first = await platform.post(`/employers/${tenant.employerId}/tapering-proposals`, taperingBody(patientId));
     expect(first).toMatchObject({ status: 201, body: { status: 'proposed', patientId, medication: 'oxycodone' } });
     const proposed = await delivered('tapering.proposed');
@@ -142,9 +142,9 @@ describe('each webhook event type is produced by a real operation and delivered 
 
   it('simulation.completed: a worker job projects costs over one cohort, deterministically', async () => {
     const { tenant, api, delivered } = await subscribedTenant(['simulation.completed']);
-    for (let index = 0; index < 10; index += 1) await addPatient(service, tenant.employerId, { cohortId: 'c-2026' });
-    await addPatient(service, tenant.employerId, { cohortId: 'other' });
-    const input = { cohortId: 'c-2026', months: 3, adoptionRate: 0.5, baselineMonthlyCostMinor: 10_000, taperedMonthlyCostMinor: 4_000, currency: 'USD' };
+    const { cohortId } = await addPatients(service, tenant, 10);
+    await addPatients(service, tenant, 1); // another cohort of the employer, not counted
+    const input = { cohortId, months: 3, adoptionRate: 0.5, baselineMonthlyCostMinor: 10_000, taperedMonthlyCostMinor: 4_000, currency: 'USD' };
     const started = await call('POST', '/api/employer/simulations', { ...service.sessionHeaders(tenant.cookie), 'idempotency-key': 'sim-1' }, input);
     expect(started.status).toBe(202);
     expect(started.body).toMatchObject({ status: expect.stringMatching(/running|completed/), input });
@@ -157,13 +157,13 @@ describe('each webhook event type is produced by a real operation and delivered 
     });
     expect(done.months.map((month: { participants: number }) => month.participants)).toEqual([1, 3, 5]);
     expect(done.totals).toEqual({ members: 10, baselineCostMinor: 300_000, projectedCostMinor: 246_000, savingsMinor: 54_000 });
-    expect((await delivered('simulation.completed')).data).toMatchObject({ simulationId: started.body.id, cohortId: 'c-2026', months: 3, currency: 'USD', totals: done.totals });
+    expect((await delivered('simulation.completed')).data).toMatchObject({ simulationId: started.body.id, cohortId, months: 3, currency: 'USD', totals: done.totals });
   });
 
   it('test.ping validates against its schema too; unsubscribed types are not delivered', async () => {
     const { tenant, api, delivered, deliveries } = await subscribedTenant(['test.ping', 'invoice.paid']);
     const platform = await platformClient();
-    const patientId = await addPatient(service, tenant.employerId);
+    const patientId = await addPatient(service, tenant);
     // tapering.proposed is not subscribed: once its fan-out job has run, no delivery of it exists.
     const proposal = await platform.post(`/employers/${tenant.employerId}/tapering-proposals`, taperingBody(patientId));
     const [proposed] = await service.ctx.eventStore.readStream(`tenant-${tenant.employerId}.tapering-${proposal.body.id}`);
@@ -192,7 +192,7 @@ describe('scopes', () => {
   it('authorization:read, authorization:write and simulate:run are each required where stated', async () => {
     const tenant = await service.createTenant();
     const platform = await platformClient();
-    const patientId = await addPatient(service, tenant.employerId);
+    const patientId = await addPatient(service, tenant);
     const submitted = await platform.post(`/employers/${tenant.employerId}/authorizations`, authorizationBody(patientId));
     const keyWith = async (scopes: Scope[]) => keyHeaders((await createApiKey(service, tenant, { scopes })).rawKey);
     const reader = await keyWith(['authorization:read']);
@@ -233,7 +233,7 @@ describe('scopes', () => {
 describe('platform tokens', () => {
   it('need the route\'s family (403), stop at revocation (401), and never meet employer credentials', async () => {
     const tenant = await service.createTenant();
-    const patientId = await addPatient(service, tenant.employerId);
+    const patientId = await addPatient(service, tenant);
     const billing = await createPlatformToken(service.ctx, OPERATOR, { name: 'billing', families: ['invoice'] });
     const bearer = { authorization: `Bearer ${billing.token}` };
     const submit = (headers: Record<string, string>) => call('POST', `/api/platform/v1/employers/${tenant.employerId}/authorizations`, headers, authorizationBody(patientId));
@@ -266,7 +266,7 @@ describe('tenant isolation', () => {
   it('another employer\'s ids are 404, a patient of another employer is 400, an unknown employer 404', async () => {
     const [alpha, beta] = [await service.createTenant(), await service.createTenant()];
     const platform = await platformClient();
-    const alphaPatient = await addPatient(service, alpha.employerId);
+    const alphaPatient = await addPatient(service, alpha);
     const submitted = await platform.post(`/employers/${alpha.employerId}/authorizations`, authorizationBody(alphaPatient));
     const proposal = await platform.post(`/employers/${alpha.employerId}/tapering-proposals`, taperingBody(alphaPatient));
     const invoice = await platform.post(`/employers/${alpha.employerId}/invoices`, invoiceBody);
