@@ -18,6 +18,8 @@ export type Capability = {
   /** Events this capability handles in the worker, each through one of its tasks. */
   consumers?: EventConsumer[];
   tasks?: (ctx: AppContext) => TaskList;
+  /** graphile-worker crontab lines (`<schedule> <task>`) for this capability's scheduled tasks. */
+  crontab?: string[];
   /** Called once per process before anything runs (install authenticators, start caches, ...). */
   setup?: (ctx: AppContext) => Promise<void>;
 };

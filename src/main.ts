@@ -134,7 +134,7 @@ export async function startService(options: {
   let worker: Runner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.pg, tasks });
+    worker = await startWorker({ pgPool: db.pg, tasks, crontab: capabilities.flatMap((capability) => capability.crontab ?? []) });
   }
 
   let server: FastifyInstance | null = null;

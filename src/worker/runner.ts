@@ -3,10 +3,11 @@ import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { silentWorkerLogger } from '../db/migrate.ts';
 
-export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number }): Promise<Runner> {
+export async function startWorker(deps: { pgPool: pg.Pool; tasks: TaskList; concurrency?: number; crontab?: string[] }): Promise<Runner> {
   return run({
     pgPool: deps.pgPool,
     taskList: deps.tasks,
+    ...(deps.crontab?.length ? { crontab: deps.crontab.join('\n') } : {}),
     concurrency: deps.concurrency ?? 16,
     noHandleSignals: true,
     pollInterval: 2000,
