@@ -13,12 +13,20 @@ CREATE TABLE exports (
   total_rows       integer,
   resume_after     jsonb,
   failure          text,
+  -- FHIR Bulk Data: the kick-off's parameters and URL, and the snapshot the files are read in.
+  request          jsonb,
+  transaction_time timestamptz,
+  -- The run in flight: its worker's lease (src/webhooks/worker-lease.ts) and graphile-worker id, so a
+  -- run whose process died is found and its job unlocked (src/exports/tasks.ts).
+  worker_lease     integer,
+  worker_id        text,
   created_at       timestamptz NOT NULL DEFAULT now(),
   completed_at     timestamptz,
   expires_at       timestamptz,
   PRIMARY KEY (employer_id, export_id)
 );
 CREATE INDEX exports_expiring ON exports (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX exports_in_flight ON exports (employer_id, kind) WHERE status IN ('pending', 'running');
 
 CREATE TABLE export_chunks (
   employer_id text NOT NULL,

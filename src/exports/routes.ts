@@ -13,7 +13,7 @@ import type { RoutePlugin } from '../http/server.ts';
 import { rosterPatient } from '../../projections/patients/queries.ts';
 import { countPatients, rosterPages } from './roster.ts';
 import { fileStream, getExport, insertExport, type ExportRow } from './store.ts';
-import { CSV_EXPORT_TASK, CSV_FILE, queueExportJob } from './tasks.ts';
+import { CSV_FILE, queueExportJob } from './tasks.ts';
 
 const tags = ['Exports'];
 const readAuth = { modes: ['apiKey', 'session'], scope: 'export:read' } as const;
@@ -96,7 +96,7 @@ export function exportRoutes(): RoutePlugin {
         const exportId = randomUUID();
         await ctx.db.slonik.transaction(async (tx) => {
           await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'csv' });
-          await tx.query(queueExportJob(CSV_EXPORT_TASK, { employerId: principal.employerId, exportId }));
+          await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
         });
         reply.status(202).header('location', `${ctx.config.PUBLIC_BASE_URL}${CSV_EXPORTS_URL}/${exportId}`);
         return { exportId, status: 'pending' as const };

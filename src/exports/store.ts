@@ -18,21 +18,46 @@ const exportRow = z.object({
   total_rows: z.number().nullable(),
   resume_after: z.unknown(),
   failure: z.string().nullable(),
+  request: z.unknown(),
+  transaction_time: z.string().nullable(),
   created_at: z.string(),
   completed_at: z.string().nullable(),
   expires_at: z.string().nullable(),
 });
 export type ExportRow = z.infer<typeof exportRow>;
 
-const isoColumns = sql.fragment`employer_id, export_id, kind, status, progress, row_count, total_rows, resume_after, failure,
+const isoColumns = sql.fragment`employer_id, export_id, kind, status, progress, row_count, total_rows, resume_after, failure, request,
+  to_char(transaction_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS transaction_time,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
   to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS completed_at,
   to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS expires_at`;
 
-export async function insertExport(tx: CommonQueryMethods, input: { employerId: string; exportId: string; kind: ExportKind }): Promise<ExportRow> {
+/** A new export; FHIR Bulk Data ones carry their request, and their transactionTime is now. */
+export async function insertExport(tx: CommonQueryMethods, input: { employerId: string; exportId: string; kind: ExportKind; request?: unknown }): Promise<ExportRow> {
   return tx.one(sql.type(exportRow)`
-    INSERT INTO exports (employer_id, export_id, kind, status) VALUES (${input.employerId}, ${input.exportId}, ${input.kind}, 'pending')
+    INSERT INTO exports (employer_id, export_id, kind, status, request, transaction_time)
+    VALUES (${input.employerId}, ${input.exportId}, ${input.kind}, 'pending', ${input.request === undefined ? null : sql.jsonb(input.request as never)}, ${input.kind === 'fhir' ? sql.fragment`now()` : null})
     RETURNING ${isoColumns}`);
+}
+
+/** Starts (or resumes) a run: `running`, the total counted once, and the lease and worker of this run recorded. */
+export async function startRun(
+  tx: DatabaseTransactionConnection,
+  row: ExportRow,
+  run: { totalRows: () => Promise<number>; lease: number; workerId: string },
+): Promise<ExportRow> {
+  const total = row.total_rows ?? (await run.totalRows());
+  return tx.one(sql.type(exportRow)`
+    UPDATE exports SET status = 'running', total_rows = ${total}, worker_lease = ${run.lease}, worker_id = ${run.workerId}
+    WHERE employer_id = ${row.employer_id} AND export_id = ${row.export_id} RETURNING ${isoColumns}`);
+}
+
+/** Cancels a FHIR Bulk Data export and deletes its files; false when there is none to cancel. */
+export async function cancelExport(pool: CommonQueryMethods, employerId: string, exportId: string): Promise<boolean> {
+  const cancelled = await pool.maybeOne(sql.unsafe`
+    UPDATE exports SET status = 'cancelled' WHERE employer_id = ${employerId} AND export_id = ${exportId} AND kind = 'fhir' AND status <> 'cancelled' RETURNING export_id`);
+  if (cancelled) await pool.query(sql.unsafe`DELETE FROM export_chunks WHERE employer_id = ${employerId} AND export_id = ${exportId}`);
+  return cancelled !== null;
 }
 
 /** The export as its employer sees it: files past their expiry show as `expired` even before the cleanup job runs. */
@@ -66,7 +91,7 @@ export async function writeChunk(
 
 export async function markCompleted(tx: CommonQueryMethods, employerId: string, exportId: string, retentionDays: number): Promise<ExportRow> {
   return tx.one(sql.type(exportRow)`
-    UPDATE exports SET status = 'completed', progress = 100, completed_at = now(), expires_at = now() + make_interval(secs => ${retentionDays * 86_400})
+    UPDATE exports SET status = 'completed', progress = 100, completed_at = now(), worker_lease = NULL, worker_id = NULL, expires_at = now() + make_interval(secs => ${retentionDays * 86_400})
     WHERE employer_id = ${employerId} AND export_id = ${exportId} RETURNING ${isoColumns}`);
 }
 
