@@ -2,7 +2,7 @@
 // read in keyset pages by id, in the snapshot of the export's transactionTime (resources last updated
 // after it are left to the next `_since` export), and written as NDJSON chunks; a chunk commits with
 // the position after it, so a run killed mid-export resumes where the last chunk ended.
-import { sql } from 'slonik';
+import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { FHIR_PATH } from '../fhir/routes.ts';
@@ -25,9 +25,9 @@ function snapshotCondition(row: ExportRow, request: BulkRequest) {
     ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}`;
 }
 
-export async function countBulkResources(ctx: AppContext, row: ExportRow): Promise<number> {
+export async function countBulkResources(pool: CommonQueryMethods, row: ExportRow): Promise<number> {
   const request = row.request as BulkRequest;
-  return ctx.db.slonik.oneFirst(sql.type(z.object({ count: z.number() }))`
+  return pool.oneFirst(sql.type(z.object({ count: z.number() }))`
     SELECT count(*)::int AS count FROM fhir_resources WHERE ${snapshotCondition(row, request)} AND resource_type = ANY(${sql.array(request.types, 'text')})`);
 }
 
