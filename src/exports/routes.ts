@@ -11,6 +11,7 @@ import { notFound } from '../http/errors.ts';
 import { defineRoute } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { rosterPatient } from '../../projections/patients/queries.ts';
+import { employerReport } from './pdf.ts';
 import { countPatients, rosterPages } from './roster.ts';
 import { fileStream, getExport, insertExport, type ExportRow } from './store.ts';
 import { CSV_FILE, queueExportJob } from './tasks.ts';
@@ -77,6 +78,20 @@ export function exportRoutes(): RoutePlugin {
       handler: async ({ principal, reply }) => {
         reply.header('content-disposition', 'attachment; filename="roster.json"');
         return reply.type('application/json; charset=utf-8').send(Readable.from(rosterJson(ctx, principal.employerId)));
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/export/pdf',
+      summary: 'A PDF report of the employer, streamed',
+      description: 'Employer name, generation time, counts (patients, cohorts, active API keys, active webhooks) and the roster as a table (name, e-mail, birth date, external id) whose header repeats on every page.',
+      tags,
+      auth: readAuth,
+      responses: { 200: { description: 'The report', contentType: 'application/pdf', schema: z.string() } },
+      handler: async ({ principal, reply }) => {
+        reply.header('content-disposition', 'attachment; filename="employer-report.pdf"');
+        return reply.type('application/pdf').send(employerReport(ctx.db.slonik, principal.employerId));
       },
     });
 
