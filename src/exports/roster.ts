@@ -8,12 +8,19 @@ import { listRoster, rosterPatient } from '../../projections/patients/queries.ts
 export const EXPORT_PAGE_ROWS = 1000;
 export type RosterPatient = z.infer<typeof rosterPatient>;
 
+/** The next page is read while the caller handles the current one (reads and writes overlap). */
 export async function* rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null) {
+  const read = (from: Keyset | null) => {
+    const page = listRoster(pool, employerId, { limit: EXPORT_PAGE_ROWS, after: from });
+    page.catch(() => {}); // a caller that stopped early never awaits it; one that awaits it sees the error
+    return page;
+  };
+  let pending = read(after);
   for (;;) {
-    const page = await listRoster(pool, employerId, { limit: EXPORT_PAGE_ROWS, after });
+    const page = await pending;
+    if (page.next) pending = read(page.next);
     yield page;
     if (!page.next) return;
-    after = page.next;
   }
 }
 
