@@ -11,6 +11,7 @@ import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
 import { webhookRuntimeOf } from '../webhooks/runtime.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { csvLines } from './csv.ts';
+import { exportEventSchemas } from './events.ts';
 import { countPatients, rosterPages } from './roster.ts';
 import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunk, type ExportRow } from './store.ts';
 
@@ -68,7 +69,7 @@ async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: s
   try {
     await ctx.eventStore.appendToStream(
       tenantStream(row.employer_id, 'export', row.export_id),
-      [{ type: 'ExportCompleted', data: { exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl } }],
+      [{ type: 'ExportCompleted', data: exportEventSchemas.ExportCompleted.parse({ exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl }) }],
       {
         expectedRevision: 'no_stream',
         metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
