@@ -2,7 +2,9 @@
 // (a) users provisioned per second by one client doing Okta's sequence for each user, GET
 //     /Users?filter=userName eq "..." (no match) and then POST /Users, in an employer that already
 //     holds 50,000 users, after 500 such users that warm the process up (JIT, plan caches, pools) and
-//     are not counted; (b) p50/p99 of GET /Users?filter=userName eq "..." for existing users.
+//     are not counted, next to its physical reference: as many plain single-row INSERT transactions,
+//     from one client, in the same run (the ratio is what to compare between runs: this host's speed
+//     varies 2x); (b) p50/p99 of GET /Users?filter=userName eq "..." for existing users.
 // The 50,000 users are seeded as UserRegistered events inserted by one SQL statement (one stream per
 // user, as the command path writes them), then the tenants projection builds the read model as it
 // would for any events. The SCIM rate limit is lifted for the run (it would cap one employer at 50
@@ -16,7 +18,7 @@ import { capabilities } from '../src/capabilities.ts';
 import { issueSignInToken } from '../src/identity/commands.ts';
 import { createScimCapability } from '../src/scim/capability.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { percentile, startBenchService } from './support.ts';
+import { percentile, plainInsertTransactions, startBenchService } from './support.ts';
 
 const MAX_SECONDS_PER_PHASE = 60;
 const UNLIMITED = { perSecond: 1e9, burst: 1e9 };
@@ -86,6 +88,11 @@ export default async function scimBench(args: string[]) {
     console.log(`(a) Okta sequence (filter userName, then POST), one client, ${warmUpCount} users to warm up, then ${provisioned} users in ${elapsed.toFixed(1)} s: ` +
       `${(provisioned / elapsed).toFixed(0)} users/s (goal >= 200)${failures ? `, ${failures} FAILED` : ''}`);
     console.log(`    filter p50 ${ms(latencies.filter, 50)} p99 ${ms(latencies.filter, 99)}; create p50 ${ms(latencies.create, 50)} p99 ${ms(latencies.create, 99)}`);
+    // The physical reference, right after on the same machine and database: one plain single-row INSERT
+    // transaction per user provisioned, from one client as well.
+    const insertsPerSecond = await plainInsertTransactions(service.ctx.db.eventStore, provisioned, 1);
+    console.log(`    reference: ${provisioned} plain single-row INSERT transactions, one client: ${insertsPerSecond.toFixed(0)} /s; ` +
+      `ratio users provisioned / INSERT transactions: ${(provisioned / elapsed / insertsPerSecond).toFixed(3)}`);
 
     // (b) Filter latency on existing users
     const total = await countUsers(service.ctx.db.slonik, employerId);

@@ -91,3 +91,21 @@ export async function runConcurrently(concurrency: number, durationMs: number, t
   latencies.sort((a, b) => a - b);
   return { count: latencies.length, perSecond: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
+
+/**
+ * The physical reference for work that writes one transaction per item: `count` single-row INSERT
+ * transactions into a fresh, simple table (identity key and a jsonb column), from `concurrency` loops
+ * on plain pg. Returns transactions per second.
+ */
+export async function plainInsertTransactions(pool: pg.Pool, count: number, concurrency: number): Promise<number> {
+  await pool.query('CREATE TABLE IF NOT EXISTS bench_reference_inserts (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)');
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < count) {
+      const i = next++;
+      await pool.query('INSERT INTO bench_reference_inserts (data) VALUES ($1)', [JSON.stringify({ i, name: 'Acme' })]);
+    }
+  }));
+  return count / ((performance.now() - started) / 1000);
+}

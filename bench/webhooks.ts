@@ -3,22 +3,56 @@
 // self-signed certificate, in a worker thread so it does not share the service's event loop).
 // (a) Sustained deliveries/s: a burst of events, each fanned out to several subscriptions; from the
 //     first append to the last delivery received.
+//     Next to it, in the same run, its physical reference: the same number of plain HTTPS POSTs of
+//     bodies built the same way (buildWebhookRequest) to the same receiver, with undici at the worker's
+//     concurrency; the ratio is what to compare between runs (this host's speed varies 2x).
 // (b) Commit-to-delivery latency at a steady 50 events/s to one subscription: from the append's
 //     commit (appendToStream resolved) to the receiver getting the request.
 //   npm run bench -- webhooks [burst events=400] [subscriptions=10] [steady seconds=10]
 import { randomUUID } from 'node:crypto';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { Pool } from 'undici';
 import { capabilities } from '../src/capabilities.ts';
+import { z } from 'zod';
 import type { RecordedEvent } from '../src/event-store/port.ts';
+import { eventSchema } from '../src/event-store/schemas.ts';
 import { createWebhooksCapability } from '../src/webhooks/capability.ts';
 import { createWebhook } from '../src/webhooks/commands.ts';
 import { webhookEventMappings } from '../src/webhooks/event-types.ts';
+import { buildWebhookRequest, generateSigningSecret } from '../src/webhooks/signing.ts';
+import { WORKER_CONCURRENCY } from '../src/worker/runner.ts';
 import { startHttpsReceiver } from '../test/support/https-receiver.ts';
 import { percentile, startBenchService } from './support.ts';
 
 type Receipt = { run: string; seq: number; at: number };
 
 if (!isMainThread) await runReceiver();
+
+/** `count` POSTs of signed bodies like the service's, from WORKER_CONCURRENCY loops over one undici pool; POSTs per second. */
+async function plainPosts(url: string, ca: string, count: number, subscriptions: number): Promise<number> {
+  const secret = generateSigningSecret();
+  const requests = Array.from({ length: count }, (_, seq) => ({
+    path: `/in/${seq % subscriptions}`,
+    ...buildWebhookRequest({
+      deliveryId: randomUUID(), eventType: 'invoice.paid', timestamp: new Date().toISOString(), apiVersion: '2026-02-01',
+      employerId: 'emp_bench_reference', data: { run: 'reference', seq }, secret,
+    }),
+  }));
+  const pool = new Pool(url, { connections: WORKER_CONCURRENCY, connect: { ca } });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: WORKER_CONCURRENCY }, async () => {
+    while (next < count) {
+      const { path, body, headers } = requests[next++]!;
+      const response = await pool.request({ method: 'POST', path, body, headers });
+      await response.body.dump();
+      if (response.statusCode !== 200) throw new Error(`the receiver answered ${response.statusCode}`);
+    }
+  }));
+  const perSecond = count / ((performance.now() - started) / 1000);
+  await pool.close();
+  return perSecond;
+}
 
 /** The receiver thread: answers 200 and reports (run, seq, time) of every delivery when asked. */
 async function runReceiver() {
@@ -58,14 +92,17 @@ export default async function webhooksBench(args: string[]) {
   const service = await startBenchService({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, // the receiver is on 127.0.0.1
     roles: ['projections', 'worker'],
-    capabilities: capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
+    capabilities: [
+      ...capabilities.map((capability) => (capability.name === 'webhooks' ? createWebhooksCapability({ ca, eventMappings: mappings }) : capability)),
+      { name: 'bench-invoices', events: [eventSchema('BenchInvoicePaid', z.object({ run: z.string(), seq: z.number() }))] },
+    ],
   });
 
   const actor = { type: 'system', id: 'bench' } as const;
   const append = (employerId: string, run: string, seq: number) =>
     service.ctx.eventStore.appendToStream(`tenant-${employerId}.invoice-${randomUUID()}`, [{ type: 'BenchInvoicePaid', data: { run, seq } }], {
       expectedRevision: 'no_stream',
-      metadata: { tenantId: employerId, actor, correlationId: randomUUID(), causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+      metadata: { tenantId: employerId, actor, correlationId: randomUUID(), causationId: null, occurredAt: new Date().toISOString() },
     });
   const subscribeTenant = async (employerId: string, count: number) => {
     for (let i = 0; i < count; i++) {
@@ -98,7 +135,11 @@ export default async function webhooksBench(args: string[]) {
     const burst = await waitForReceipts('burst', expected, 120_000);
     const burstSeconds = (Math.max(...burst.map((receipt) => receipt.at)) - burstStarted) / 1000;
     console.log(`(a) burst: ${burstEvents} events x ${subscriptions} subscriptions = ${expected} deliveries`);
-    console.log(`    received ${burst.length} in ${burstSeconds.toFixed(2)} s: ${(burst.length / burstSeconds).toFixed(0)} deliveries/s`);
+    const deliveriesPerSecond = burst.length / burstSeconds;
+    console.log(`    received ${burst.length} in ${burstSeconds.toFixed(2)} s: ${deliveriesPerSecond.toFixed(0)} deliveries/s`);
+    const postsPerSecond = await plainPosts(url, ca, expected, subscriptions);
+    console.log(`    reference: ${expected} plain HTTPS POSTs (undici, ${WORKER_CONCURRENCY} concurrent) to the same receiver: ${postsPerSecond.toFixed(0)} /s; ` +
+      `ratio deliveries / POSTs: ${(deliveriesPerSecond / postsPerSecond).toFixed(2)}`);
 
     // (b) Steady rate, one subscription.
     await subscribeTenant('emp_bench_steady', 1);

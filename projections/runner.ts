@@ -1,7 +1,10 @@
 // Runs projections: each follows the global event order from its checkpoint and applies batches in
 // one transaction with its checkpoint. Several runner processes may run the same projection safely:
-// the checkpoint row is locked per batch and events at or below it are skipped.
-import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
+// the checkpoint row is locked per batch and events at or below it are skipped. A batch that keeps
+// failing is applied event by event, and an event that fails alone is parked (projections/parking.ts)
+// so the projection moves past it: one bad event never stalls the other tenants.
+import { setTimeout as pause } from 'node:timers/promises';
+import { BackendTerminatedError, ConnectionError, sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Notifications } from '../src/db/notifications.ts';
 import {
@@ -14,21 +17,35 @@ import {
   type RecordedEvent,
   type Subscription,
 } from '../src/event-store/port.ts';
-import type { Projection } from '../src/event-store/projection.ts';
+import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
+import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 const WAITER_POLL_MS = 250;
+/** A failing batch is tried this often in all before its events are tried one by one... */
+const BATCH_ATTEMPTS = 3;
+/** ...pausing 100 ms, then 500 ms: long enough for a deadlock or a failover blip, short beside read-your-writes' wait. */
+const RETRY_BASE_MS = 100;
+const RETRY_GROWTH = 5;
+/** How often a position passed without a transaction is stored all the same (see the runner). */
+const PASSED_STORE_MS = 10_000;
+/** Parked events retried per transaction (each holds the projection's checkpoint lock). */
+const RETRY_CHUNK = 100;
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
 const positionOf = (row: z.infer<typeof checkpointRow>): Position => ({ commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) });
 
-/** Creates the checkpoint row if needed and locks it for this transaction (the upsert takes the row lock). */
-async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<Position> {
-  const row = await tx.one(sql.type(checkpointRow)`
+/**
+ * Creates the checkpoint row if needed and locks it for this transaction (the upsert takes the row
+ * lock). Also says, in the same round trip, whether the projection has parked events.
+ */
+async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<{ checkpoint: Position; hasParked: boolean }> {
+  const row = await tx.one(sql.type(checkpointRow.extend({ has_parked: z.boolean() }))`
     INSERT INTO projection_checkpoints (name) VALUES (${name})
     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-    RETURNING position_commit::text, position_prepare::text`);
-  return positionOf(row);
+    RETURNING position_commit::text, position_prepare::text,
+      EXISTS (SELECT 1 FROM projection_parked_events WHERE projection = ${name}) AS has_parked`);
+  return { checkpoint: positionOf(row), hasParked: row.has_parked };
 }
 
 /** Moves the checkpoint and, when `notifyPeers`, announces it to other processes (delivered at commit), in one round trip. */
@@ -44,19 +61,173 @@ async function saveCheckpoint(tx: DatabaseTransactionConnection, name: string, p
 }
 
 /**
- * Applies one batch to a projection in the transaction that moves its checkpoint. `notifyPeers`:
- * announce the new checkpoint to other processes' waiters (this process's hear of it from the runner).
+ * Stores a position the runner passed without applying anything (every event up to it was applied
+ * or is of no interest to the projection): only forward, never below another runner's checkpoint.
+ */
+async function storePassedPosition(pool: DatabasePool, name: string, position: Position) {
+  await pool.query(sql.unsafe`
+    INSERT INTO projection_checkpoints AS c (name, position_commit, position_prepare)
+    VALUES (${name}, ${position.commit.toString()}::bigint, ${position.prepare.toString()}::bigint)
+    ON CONFLICT (name) DO UPDATE SET position_commit = EXCLUDED.position_commit, position_prepare = EXCLUDED.position_prepare, updated_at = now()
+    WHERE (c.position_commit, c.position_prepare) < (EXCLUDED.position_commit, EXCLUDED.position_prepare)`);
+}
+
+/**
+ * Applies one batch to a projection in the transaction that moves its checkpoint; events of streams
+ * with a parked event are parked behind it, unapplied. Returns how many events it applied.
+ * `notifyPeers`: announce the new checkpoint to other processes' waiters (this process's hear of it
+ * from the runner).
  */
 export async function applyBatch(pool: DatabasePool, projection: Projection, batch: RecordedEvent[], notifyPeers = true): Promise<number> {
+  return (await applyBatchWith(pool, projection, batch, { notifyPeers, failedAttempts: null })).applied;
+}
+
+/**
+ * `applyBatch` for a batch that failed `failedAttempts` times: each event is applied in its own
+ * savepoint, and those that fail are parked (the later events of their streams behind them), all in
+ * the transaction that moves the checkpoint past the batch, so every other event is applied once.
+ */
+export async function applyBatchParkingFailures(
+  pool: DatabasePool,
+  projection: Projection,
+  batch: RecordedEvent[],
+  options: { failedAttempts: number; notifyPeers?: boolean },
+): Promise<{ applied: number; parked: SetAside[] }> {
+  return applyBatchWith(pool, projection, batch, { notifyPeers: options.notifyPeers ?? true, failedAttempts: options.failedAttempts });
+}
+
+async function applyBatchWith(
+  pool: DatabasePool,
+  projection: Projection,
+  batch: RecordedEvent[],
+  options: { notifyPeers: boolean; failedAttempts: number | null },
+): Promise<{ applied: number; parked: SetAside[] }> {
   return pool.transaction(async (tx) => {
-    const checkpoint = await lockCheckpoint(tx, projection.name);
+    const { checkpoint, hasParked } = await lockCheckpoint(tx, projection.name);
     const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
-    if (fresh.length === 0) return 0;
-    const relevant = fresh.filter((event) => projection.eventTypes.includes(event.type));
-    if (relevant.length > 0) await projection.apply(tx, relevant);
-    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, relevant.length, notifyPeers);
-    return relevant.length;
+    if (fresh.length === 0) return { applied: 0, parked: [] };
+    const relevant = fresh.filter((event) => handlesEventType(projection, event.type));
+    const waiting = hasParked ? await waitingStreams(tx, projection.name) : new Map<string, string>();
+    const { applied, setAside } = await applyInOrder(tx, projection, relevant, waiting, options.failedAttempts !== null);
+    if (setAside.length > 0) await park(tx, projection.name, setAside, (options.failedAttempts ?? 0) + 1);
+    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, applied, options.notifyPeers);
+    return { applied, parked: setAside };
   });
+}
+
+/**
+ * Applies `events` (all of the projection's types) in order within `tx`, keeping each stream's order:
+ * an event of a stream in `waiting` (stream -> the parked event it waits behind) is set aside behind
+ * it. With `isolate`, each event is applied in its own savepoint, and one that fails is set aside with
+ * its error (and its stream joins `waiting`) instead of failing the rest. Errors that say nothing
+ * about the event (a lost connection, a deadlock, a shutdown) are thrown, never set aside.
+ */
+async function applyInOrder(
+  tx: DatabaseTransactionConnection,
+  projection: Projection,
+  events: RecordedEvent[],
+  waiting: Map<string, string>,
+  isolate: boolean,
+): Promise<{ applied: number; setAside: SetAside[] }> {
+  const setAside: SetAside[] = [];
+  const ready: RecordedEvent[] = [];
+  let applied = 0;
+  for (const event of events) {
+    const behind = waiting.get(event.streamName);
+    if (behind) setAside.push({ event, error: waitingBehind(behind), behind });
+    else if (!isolate) ready.push(event);
+    else {
+      try {
+        await tx.transaction((savepoint) => projection.apply(savepoint, [event]));
+        applied += 1;
+      } catch (error) {
+        if (isTransient(error)) throw error;
+        setAside.push({ event, error: describeError(error), behind: null });
+        waiting.set(event.streamName, event.eventId);
+      }
+    }
+  }
+  if (ready.length > 0) {
+    await projection.apply(tx, ready);
+    applied += ready.length;
+  }
+  return { applied, setAside };
+}
+
+/**
+ * For a replay (rebuild) inside its own transaction: applies `events` together in a savepoint and,
+ * should that fail, one by one as `applyBatchParkingFailures` does. The caller keeps `waiting` across
+ * batches and parks what is set aside.
+ */
+export async function applyReplayParkingFailures(
+  tx: DatabaseTransactionConnection,
+  projection: Projection,
+  events: RecordedEvent[],
+  waiting: Map<string, string>,
+): Promise<{ applied: number; setAside: SetAside[] }> {
+  try {
+    return await tx.transaction((savepoint) => applyInOrder(savepoint, projection, events, waiting, false));
+  } catch (error) {
+    if (isTransient(error)) throw error;
+    return applyInOrder(tx, projection, events, waiting, true);
+  }
+}
+
+/** SQLSTATE classes that say nothing about the event: connection (08), transaction rollback such as deadlocks (40), resources (53), shutdown (57P). */
+const TRANSIENT_SQLSTATE = /^(08|40|53|57P)/;
+
+function isTransient(error: unknown): boolean {
+  let cause: unknown = error;
+  // A few causes deep at most: a chain may loop.
+  for (let depth = 0; depth < 4 && cause instanceof Error; depth++, cause = cause.cause) {
+    if (cause instanceof ConnectionError || cause instanceof BackendTerminatedError) return true;
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' && TRANSIENT_SQLSTATE.test(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * Applies a projection's parked events again, in global order (after a fix to the projection or the
+ * data): those that apply now leave the table; those that fail again stay, their attempts counted, and
+ * so do the later events of their streams. Each chunk holds the checkpoint lock, so the live runner
+ * cannot apply an event of the same stream meanwhile.
+ */
+export async function retryParkedEvents(deps: { pool: DatabasePool; eventStore: EventStore; projection: Projection }): Promise<{ applied: number; stillParked: number }> {
+  const { pool, eventStore, projection } = deps;
+  const waiting = new Map<string, string>();
+  let after: Position = START;
+  let applied = 0;
+  let stillParked = 0;
+  for (let done = false; !done; ) {
+    done = await pool.transaction(async (tx) => {
+      await lockCheckpoint(tx, projection.name);
+      const rows = await listParked(tx, { projection: projection.name, after, limit: RETRY_CHUNK });
+      for (const row of rows) {
+        after = { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
+        const behind = waiting.get(row.stream_name);
+        if (behind) {
+          stillParked += 1;
+          await recordRetry(tx, projection.name, row.event_id, { error: waitingBehind(behind), tried: false });
+          continue;
+        }
+        try {
+          const [event] = (await eventStore.readStream(row.stream_name, { fromRevision: BigInt(row.stream_revision) })).filter((e) => e.eventId === row.event_id);
+          if (!event) throw new Error(`event ${row.event_id} is no longer at ${row.stream_name}#${row.stream_revision} in the event store`);
+          await tx.transaction((savepoint) => projection.apply(savepoint, [event]));
+          await unpark(tx, projection.name, row.event_id);
+          applied += 1;
+        } catch (error) {
+          if (isTransient(error)) throw error;
+          await recordRetry(tx, projection.name, row.event_id, { error: describeError(error), tried: true });
+          waiting.set(row.stream_name, row.event_id);
+          stillParked += 1;
+        }
+      }
+      return rows.length < RETRY_CHUNK;
+    });
+  }
+  return { applied, stillParked };
 }
 
 export async function readCheckpoint(pool: DatabasePool, name: string): Promise<Position> {
@@ -73,23 +244,33 @@ export async function startProjectionRunner(deps: {
   notifications: Notifications;
   projections: Projection[];
   onError: (projection: string, error: unknown) => void;
+  /** An event set aside: it failed alone after the batch's attempts, or waits behind one that did. */
+  onParked?: (projection: string, parked: SetAside) => void;
 }): Promise<ProjectionRunner> {
   const { notifications } = deps;
   const subscriptions: Subscription[] = [];
   const announcePassed = createPassedAnnouncer(deps.pool, notifications);
   for (const projection of deps.projections) {
     const after = await readCheckpoint(deps.pool, projection.name);
+    let storedAt = performance.now();
     subscriptions.push(
       deps.eventStore.subscribeToAll({ after, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
         const end = batch[batch.length - 1]!.position;
         // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
         // the next relevant batch (after a restart the skipped events are read and skipped again), and
-        // commands waiting for this projection learn the new position from the announcement alone.
-        if (!batch.some((event) => projection.eventTypes.includes(event.type))) {
+        // commands waiting for this projection learn the new position from the announcement alone. It
+        // is stored anyway every PASSED_STORE_MS, so that operators' counts of pending events (status,
+        // readiness) start from a recent position instead of scanning what was skipped since.
+        if (!batch.some((event) => handlesEventType(projection, event.type))) {
           await announcePassed(projection.name, end);
+          if (performance.now() - storedAt >= PASSED_STORE_MS) {
+            storedAt = performance.now();
+            await storePassedPosition(deps.pool, projection.name, end);
+          }
           return;
         }
-        await applyBatch(deps.pool, projection, batch, notifications.peersListening());
+        await applyRetryingThenParking(deps, projection, batch, notifications.peersListening());
+        storedAt = performance.now();
         // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
         // runner got further already, the stored checkpoint is past `end` too.)
         notifications.publishLocally(CHECKPOINT_CHANNEL, `${projection.name} ${formatPosition(end)}`);
@@ -97,6 +278,31 @@ export async function startProjectionRunner(deps: {
     );
   }
   return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };
+}
+
+/**
+ * Tries the batch BATCH_ATTEMPTS times with growing pauses, then event by event, parking those that
+ * fail. A transient error during that last pass (the database gone) is thrown: the subscription offers
+ * the batch again later, and nothing is parked for it.
+ */
+async function applyRetryingThenParking(
+  deps: Pick<Parameters<typeof startProjectionRunner>[0], 'pool' | 'onError' | 'onParked'>,
+  projection: Projection,
+  batch: RecordedEvent[],
+  notifyPeers: boolean,
+): Promise<void> {
+  const report = (parked: SetAside[]) => {
+    for (const setAside of parked) deps.onParked?.(projection.name, setAside);
+  };
+  for (let attempt = 1; attempt <= BATCH_ATTEMPTS; attempt++) {
+    try {
+      return report((await applyBatchWith(deps.pool, projection, batch, { notifyPeers, failedAttempts: null })).parked);
+    } catch (error) {
+      deps.onError(projection.name, error);
+      if (attempt < BATCH_ATTEMPTS) await pause(RETRY_BASE_MS * RETRY_GROWTH ** (attempt - 1));
+    }
+  }
+  report((await applyBatchParkingFailures(deps.pool, projection, batch, { failedAttempts: BATCH_ATTEMPTS, notifyPeers })).parked);
 }
 
 /**

@@ -2,18 +2,27 @@
 // others are operator and auditor tools that run against the same database.
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { sql } from 'slonik';
 import { z } from 'zod';
-import { readCheckpoint } from '../projections/runner.ts';
-import { rebuildProjection } from '../projections/rebuild.ts';
+import { listParked } from '../projections/parking.ts';
+import { retryParkedEvents } from '../projections/runner.ts';
+import { RebuildAlreadyRunningError, rebuildProjection } from '../projections/rebuild.ts';
+import { projectionStatuses } from '../projections/status.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { EMAIL_MAX, NAME_MAX } from './http/limits.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
+import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
 import { erasePatient } from './patients/commands.ts';
-import { markErasedFields } from './patients/replay.ts';
+import { ERASED_FIELDS, eventsOfErasedPatients } from './patients/replay.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
+import { describeFailure, describeSuccess } from '../scripts/verify-audit-chain.mjs';
+import { auditRecords, waitForSealing } from './audit/replay.ts';
+import { verifyTenantChain } from './audit/verify.ts';
+import { createPlatformToken, revokePlatformToken } from './workflows/commands.ts';
+import { DomainError } from './event-store/decider.ts';
+import { PLATFORM_FAMILIES } from './workflows/events.ts';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -21,10 +30,17 @@ const USAGE = `Usage: npm run cli -- <command>
   migrate                                    apply database migrations
   tenants create --name <name> --admin-email <email> [--json]
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
-  projections status                          each projection's position and lag
-  projections rebuild [<name>]                rebuild one projection (or all) from the first event
+  projections status [--json]                 each projection's position, lag and parked events
+  projections retry <name>                    apply that projection's parked events again (after a fix)
+  projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
+                                             stopped rebuild unless --restart
   patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
-  events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]`;
+  events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
+                                             ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
+  events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)
+  platform-tokens create --name <name> --families <f1,f2,...> [--json]
+                                             a platform service token (families: ${PLATFORM_FAMILIES.join(', ')}), printed once
+  platform-tokens revoke <id>                 revoke a platform service token`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
 
@@ -42,6 +58,8 @@ async function main(argv: string[]) {
       from: { type: 'string' },
       patient: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
+      restart: { type: 'boolean', default: false },
+      families: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -59,14 +77,23 @@ async function main(argv: string[]) {
 
   // Operator commands run the projections in-process while they work, so what they write is readable
   // at once even when no server is running; with a server running, both runners share the work safely.
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn' }, roles: ['projections'] });
+  // A rebuild runs no projection runner: a second runner competing with the service's for every batch
+  // would only slow the live projections down. Its statements (an index build over a large table) may
+  // rightly run for minutes.
+  const rebuilding = command === 'projections' && subcommand === 'rebuild';
+  const statementTimeout = rebuilding ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: rebuilding ? [] : ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
-    if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service);
-    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument);
+    if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
+    if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
+    if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
+    if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
+    if (command === 'platform-tokens' && subcommand === 'create') return await platformTokensCreate(service, values.name, values.families, values.json!);
+    if (command === 'platform-tokens' && subcommand === 'revoke') return await platformTokensRevoke(service, argument);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
     await service.stop();
@@ -85,7 +112,7 @@ function parseRoles(text: string): Role[] {
 async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
   const service = await startService({ config, roles });
   const where = service.url ? ` on ${config.PUBLIC_BASE_URL} (listening at ${service.url})` : '';
-  console.log(`employer-integrations running [${roles.join(', ')}]${where}; database: ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.DATA_DIR}`}.`);
+  console.log(`employer-integrations running [${roles.join(', ')}]${where}; database: ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded Postgres in ${config.DATA_DIR}`}; ${describePlan(service.ctx.db.plan)}.`);
   if (service.url) console.log('Create a first tenant with: npm run cli -- tenants create --name Acme --admin-email admin@acme.test');
   let signals = 0;
   const shutdown = (signal: string) => {
@@ -101,7 +128,7 @@ async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
 }
 
 async function createTenant(service: Service, name: string | undefined, adminEmail: string | undefined, json: boolean) {
-  const input = z.object({ name: z.string().trim().min(1).max(200), adminEmail: z.string().trim().email() }).safeParse({ name, adminEmail });
+  const input = z.object({ name: z.string().trim().min(1).max(NAME_MAX), adminEmail: z.string().trim().max(EMAIL_MAX).email() }).safeParse({ name, adminEmail });
   if (!input.success) throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address).');
   const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
   const link = await issueSignInToken(service.ctx, { tenantId: employerId, actor: SYSTEM_ACTOR }, { userId: adminUserId, via: 'cli' });
@@ -119,24 +146,67 @@ async function signInLink(service: Service, email: string | undefined, json: boo
   console.log(`${link.signInUrl}\n(valid until ${link.expiresAt})`);
 }
 
-async function projectionsStatus(service: Service) {
-  const pool = service.ctx.db.slonik;
-  const rows = [];
-  for (const projection of service.projections) {
-    const position = await readCheckpoint(pool, projection.name);
-    const lag = await pool.oneFirst(sql.type(z.object({ lag: z.number() }))`
-      SELECT count(*)::int AS lag FROM events
-      WHERE (transaction_id, global_position) > (${position.commit.toString()}::xid8, ${position.prepare.toString()}::bigint)
-        AND type = ANY(${sql.array([...projection.eventTypes], 'text')})`);
-    rows.push({ projection: projection.name, position: formatPosition(position), pendingEvents: lag, rebuildable: projection.rebuildable !== false });
-  }
-  console.table(rows);
+async function platformTokensCreate(service: Service, name: string | undefined, families: string | undefined, json: boolean) {
+  const input = z
+    .object({ name: z.string().trim().min(1).max(100), families: z.array(z.enum(PLATFORM_FAMILIES)).min(1) })
+    .safeParse({ name, families: families?.split(',').map((family) => family.trim()).filter(Boolean) });
+  if (!input.success) throw new UsageError(`platform-tokens create needs --name <name> and --families <list> (of ${PLATFORM_FAMILIES.join(', ')}).`);
+  const { id, token } = await createPlatformToken(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
+  if (json) return void console.log(JSON.stringify({ id, token }));
+  console.log(`Platform token ${id} (${input.data.name}; ${input.data.families.join(', ')}). Shown once, store it now:\n  ${token}\nSend it as Authorization: Bearer <token> to /api/platform/v1/.`);
 }
 
-async function projectionsRebuild(service: Service, name: string | undefined) {
+async function platformTokensRevoke(service: Service, tokenId: string | undefined) {
+  if (!tokenId) throw new UsageError('platform-tokens revoke needs the token id.');
+  await revokePlatformToken(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, { tokenId });
+  console.log(`Platform token ${tokenId} revoked.`);
+}
+
+/** Status counts pending events up to this (a count costs what scanning, or on KurrentDB reading, them costs). */
+const STATUS_COUNT_LIMIT = 1_000_000;
+/** Parked events listed under the status table; the rest are counted. */
+const STATUS_PARKED_SHOWN = 50;
+
+async function projectionsStatus(service: Service, json: boolean) {
+  const { slonik: pool } = service.ctx.db;
+  const [head, projections, parked] = await Promise.all([
+    service.ctx.eventStore.headPosition(),
+    projectionStatuses({ pool, eventStore: service.ctx.eventStore, projections: service.projections, countLimit: STATUS_COUNT_LIMIT }),
+    listParked(pool, { limit: STATUS_PARKED_SHOWN }),
+  ]);
+  if (json) return void console.log(JSON.stringify({ head: formatPosition(head), projections, parked }));
+  console.log(`Newest event: ${formatPosition(head)}`);
+  console.table(
+    projections.map(({ projection, position, pendingEvents, parkedEvents, rebuildable }) => ({
+      projection,
+      position: position ?? '-',
+      pendingEvents: pendingEvents === null ? '?' : pendingEvents >= STATUS_COUNT_LIMIT ? `${STATUS_COUNT_LIMIT}+` : pendingEvents,
+      parkedEvents,
+      rebuildable: rebuildable ?? '?',
+    })),
+  );
+  if (parked.length === 0) return;
+  console.log('Parked events (apply them again with: npm run cli -- projections retry <projection>):');
+  console.table(parked.map((row) => ({ projection: row.projection, eventId: row.event_id, tenant: row.tenant_id, type: row.event_type, attempts: row.attempts, parkedAt: row.parked_at, error: row.error.slice(0, 120) })));
+}
+
+async function projectionsRetry(service: Service, name: string | undefined) {
+  const projection = service.projections.find((candidate) => candidate.name === name);
+  if (!projection) throw new UsageError(`projections retry needs the name of a projection${name ? `; there is none named ${name}` : ''}. See: npm run cli -- projections status`);
+  const { applied, stillParked } = await retryParkedEvents({ pool: service.ctx.db.slonik, eventStore: service.ctx.eventStore, projection });
+  console.log(`${projection.name}: ${applied} parked event(s) applied, ${stillParked} still parked.`);
+  if (stillParked === 0) return;
+  for (const row of await listParked(service.ctx.db.slonik, { projection: projection.name, limit: STATUS_PARKED_SHOWN })) {
+    console.log(`  ${row.event_id} ${row.event_type} tenant ${row.tenant_id ?? '-'} (${row.attempts} attempts): ${row.error}`);
+  }
+  // Scripts can tell that something is still parked.
+  process.exitCode = 1;
+}
+
+async function projectionsRebuild(service: Service, name: string | undefined, restart: boolean) {
   const targets = service.projections.filter((projection) => (name ? projection.name === name : projection.rebuildable !== false));
   if (targets.length === 0) throw new UsageError(`No rebuildable projection named ${name}. See: npm run cli -- projections status`);
-  const total = await service.ctx.db.slonik.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM events`);
+  const total = await service.ctx.eventStore.countEventsAfter(START);
   for (const projection of targets) {
     const progress = createProgress(`rebuild ${projection.name}`, total);
     let read = 0;
@@ -145,11 +215,19 @@ async function projectionsRebuild(service: Service, name: string | undefined) {
       db: service.ctx.db,
       eventStore: service.ctx.eventStore,
       projection,
-      onProgress: ({ position }) => progress.update((read = Math.min(total, Number(position.prepare)))),
+      restart,
+      onProgress: (done) => progress.update((read = Math.min(total, done.read))),
+    }).catch((error) => {
+      progress.stop();
+      // Another operator's rebuild of the same projection: say so, and change nothing.
+      throw error instanceof RebuildAlreadyRunningError ? new UsageError(error.message) : error;
     });
     progress.stop();
     const seconds = (performance.now() - started) / 1000;
-    console.log(`${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied) in ${seconds.toFixed(1)} s, now at ${formatPosition(result.position)}.`);
+    const resumed = result.resumedFrom ? ` (resumed from ${formatPosition(result.resumedFrom)})` : '';
+    console.log(
+      `${projection.name}: rebuilt from ${read} events (${result.eventsApplied} applied, ${result.parked} parked) in ${seconds.toFixed(1)} s${resumed}, now at ${formatPosition(result.position)}.`,
+    );
   }
 }
 
@@ -164,29 +242,38 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
   if (format !== 'ndjson' && format !== 'table') throw new UsageError('--format takes ndjson or table.');
   let after = from ? parsePosition(from) : START;
   const write = (text: string) => new Promise<void>((resolve) => (process.stdout.write(text) ? resolve() : process.stdout.once('drain', resolve)));
+  if (format === 'ndjson') {
+    await waitForSealing(service.ctx);
+    let out = '';
+    const markErased = async (events: readonly RecordedEvent[]) =>
+      new Map([...(await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, events))].map((eventId) => [eventId, ERASED_FIELDS]));
+    for await (const record of auditRecords(service.ctx, tenantId, after, markErased)) {
+      out += `${JSON.stringify(record)}\n`;
+      if (out.length >= 1 << 16) await write(out), (out = '');
+    }
+    return void (await write(out));
+  }
   for (;;) {
     const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
     if (batch.length === 0) break;
     let out = '';
-    for (const event of await markErasedFields(service.ctx.db.slonik, tenantId, batch)) {
-      if (format === 'ndjson') {
-        out += `${JSON.stringify({
-          position: formatPosition(event.position),
-          streamName: event.streamName,
-          streamRevision: Number(event.streamRevision),
-          eventId: event.eventId,
-          type: event.type,
-          recordedAt: event.recordedAt,
-          metadata: event.metadata,
-          data: event.data,
-        })}\n`;
-      } else {
-        out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}\n`;
-      }
+    const erased = await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, batch);
+    for (const event of batch) {
+      out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}${erased.has(event.eventId) ? '  [personal data erased]' : ''}
+`;
     }
     await write(out);
     after = batch[batch.length - 1]!.position;
   }
+}
+
+async function verifyEvents(service: Service, tenantId: string | undefined) {
+  if (!tenantId) throw new UsageError('events verify needs --tenant <employerId>.');
+  const { ctx } = service;
+  await waitForSealing(ctx);
+  const result = await verifyTenantChain(ctx, tenantId);
+  console.log(result.ok ? describeSuccess(result) : describeFailure(result));
+  if (!result.ok) process.exitCode = 1;
 }
 
 /** A progress bar on a terminal; plain lines (every 10%) otherwise, so logs stay readable. */
@@ -210,7 +297,7 @@ function createProgress(label: string, total: number) {
 }
 
 main(process.argv.slice(2)).catch((error) => {
-  if (error instanceof UsageError || error instanceof ConfigError) {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof DomainError) {
     console.error(error.message);
     process.exit(2);
   }

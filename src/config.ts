@@ -32,16 +32,49 @@ const configSchema = z
     EXPORT_RETENTION_DAYS: z.coerce.number().positive().default(7),
     WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
+    /** How long a webhook target's host name may take to resolve; past it the attempt fails. */
+    WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+    /** The whole request (headers and body) must arrive within this; else 408 and the connection closes. */
+    HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+    /** The request headers must arrive within this (slow-header clients hold no connection longer). */
+    HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     SAML_CLOCK_SKEW_MS: z.coerce.number().int().min(0).default(120_000),
     /** Origins (besides our own) that a SAML `returnTo` may point at. Comma-separated. */
     RETURN_TO_ALLOWED_ORIGINS: z.string().default(''),
+    /** Every connection one process opens, split across its pools by role (src/db/pools.ts). */
+    DATABASE_MAX_CONNECTIONS: z.coerce.number().int().min(5).default(20),
+    /** How long a query waits for a free connection before the request gets 503 DATABASE_UNAVAILABLE. */
+    DATABASE_CONNECTION_WAIT_MS: z.coerce.number().int().positive().default(3000),
+    /** statement_timeout of every pooled connection; 0 for none. Migrations and rebuilds run without one. */
+    DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+    /** Ed25519 private key (PKCS#8 PEM, or DER in base64) signing audit chain checkpoints. */
+    AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+    /** A checkpoint is signed after this many sealed events of an employer (and every 10 minutes). */
+    AUDIT_CHECKPOINT_EVERY_EVENTS: z.coerce.number().int().positive().default(1000),
+    /** Bearer secret of GET /api/cron/*; unset: those endpoints answer 503 (the in-process crontab still runs). */
+    CRON_SECRET: z.string().min(16).optional(),
+    /** smtp(s)://user:pass@host:port for alert e-mails; unset: .eml files in DATA_DIR/outbox. */
+    SMTP_URL: z.string().url().optional(),
+    MAIL_FROM: z.string().min(3).default('employer-integrations <no-reply@localhost>'),
+    /** API_KEY_IP_NOT_ALLOWED rejections of an employer within an hour that raise an alert. */
+    INTEGRATION_ALERT_IP_REJECTIONS_THRESHOLD: z.coerce.number().int().positive().default(10),
+    API_KEY_INVENTORY_EXPECTED_MIN: z.coerce.number().int().min(0).default(0),
+    API_KEY_INVENTORY_EXPECTED_MAX: z.coerce.number().int().min(0).default(50),
+    API_KEY_STALE_DAYS: z.coerce.number().int().positive().default(90),
+    API_KEY_EXPIRING_DAYS: z.coerce.number().int().positive().default(14),
   })
   .superRefine((env, ctx) => {
     if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {
       ctx.addIssue({ code: 'custom', path: ['EVENTSTORE_CONNECTION_STRING'], message: 'is required when EVENT_STORE=esdb' });
     }
+    if (env.HTTP_HEADERS_TIMEOUT_MS > env.HTTP_REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS' });
+    }
     if (env.NODE_ENV === 'production' && env.DATABASE_URL && !env.ENCRYPTION_KEY) {
       ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'is required when DATABASE_URL is set and NODE_ENV=production' });
+    }
+    if (env.API_KEY_INVENTORY_EXPECTED_MIN > env.API_KEY_INVENTORY_EXPECTED_MAX) {
+      ctx.addIssue({ code: 'custom', path: ['API_KEY_INVENTORY_EXPECTED_MIN'], message: 'is above API_KEY_INVENTORY_EXPECTED_MAX' });
     }
   });
 

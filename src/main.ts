@@ -3,13 +3,13 @@
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Runner } from 'graphile-worker';
 import type { DestinationStream } from 'pino';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { auditProjection } from '../projections/audit/projection.ts';
-import type { Projection } from './event-store/projection.ts';
+import { auditChainProjection } from '../projections/audit-chain/projection.ts';
+import { resolveAuditSigner, type AuditSigner } from './audit/signing-key.ts';
+import { handlesEventType, type Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
+import { projectionReadiness } from '../projections/status.ts';
 import type { AppContext } from './app-context.ts';
 import { capabilities as defaultCapabilities } from './capabilities.ts';
 import type { Capability } from './capability.ts';
@@ -18,12 +18,13 @@ import { resolveEncryptionKey } from './crypto/encryption-key.ts';
 import { canConnect, embeddedConnectionUri, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
-import { closeDatabase, openDatabase } from './db/pools.ts';
+import { closeDatabase, openDatabase, planConnections } from './db/pools.ts';
 import { createEventStore } from './event-store/create.ts';
+import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
-import { startWorker } from './worker/runner.ts';
+import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
 export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
@@ -36,14 +37,21 @@ export type Service = {
   stop(): Promise<void>;
 };
 
-/** Every projection of the service: each capability's read models, the audit log, the job dispatcher. */
-export function allProjections(capabilities: Capability[], encryptionKey: KeyObject): Projection[] {
+/** Every projection of the service: each capability's read models, the audit log and chain, the job dispatcher. */
+export function allProjections(capabilities: Capability[], options: { encryptionKey: KeyObject; audit: { signer: AuditSigner; checkpointEveryEvents: number } }): Projection[] {
+  const { encryptionKey, audit } = options;
   const auditMappers = Object.assign({}, ...capabilities.map((capability) => capability.auditMappers ?? {}));
   return [
     ...capabilities.flatMap((capability) => [...(capability.projections ?? []), ...(capability.keyedProjections?.(encryptionKey) ?? [])]),
     auditProjection(auditMappers),
+    auditChainProjection(audit),
     jobDispatcherProjection(capabilities.flatMap((capability) => capability.consumers ?? [])),
   ];
+}
+
+/** The schemas of every capability's events: what the event store validates and parses. */
+export function eventRegistryOf(capabilities: Capability[]): EventRegistry {
+  return createEventRegistry(capabilities.flatMap((capability) => capability.events ?? []));
 }
 
 /** Connects to the configured database (starting the embedded one if needed) and migrates it. */
@@ -75,14 +83,19 @@ export async function startService(options: {
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
   const { connectionUri, embedded } = await connectDatabase(config);
-  const db = await openDatabase(connectionUri);
+  const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
-  const eventStore = await createEventStore(config, db, notifications);
+  const eventStore = await createEventStore(config, db, notifications, eventRegistryOf(capabilities));
   const encryptionKey = await resolveEncryptionKey(config);
-  const projections = [...allProjections(capabilities, encryptionKey), ...(options.extraProjections ?? [])];
+  const auditSigner = await resolveAuditSigner(config);
+  const projections = [
+    ...allProjections(capabilities, { encryptionKey, audit: { signer: auditSigner, checkpointEveryEvents: config.AUDIT_CHECKPOINT_EVERY_EVENTS } }),
+    ...(options.extraProjections ?? []),
+  ];
 
   const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);
   const waitForProjections = createProjectionWaiter({
@@ -94,7 +107,7 @@ export async function startService(options: {
   // Only the read models that handle a command's events are waited for: an e-mail reservation, which
   // no read model shows, costs no wait at all.
   const projectionsHandling = (eventTypes: readonly string[]) =>
-    awaitedProjections.filter((projection) => eventTypes.some((type) => projection.eventTypes.includes(type))).map((projection) => projection.name);
+    awaitedProjections.filter((projection) => eventTypes.some((type) => handlesEventType(projection, type))).map((projection) => projection.name);
   const ctx: AppContext = {
     config,
     db,
@@ -112,10 +125,14 @@ export async function startService(options: {
     openapi: new OpenAPIRegistry(),
     apiKeyAuthenticator: null,
     sessionLookup: null,
+    platformTokenLookup: null,
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    patientDirectory: null,
+    mailer: null,
     encryptionKey,
+    auditSigner,
     shutdownHooks: [],
   };
   for (const capability of capabilities) await capability.setup?.(ctx);
@@ -128,13 +145,19 @@ export async function startService(options: {
       notifications,
       projections,
       onError: (name, error) => logger.error({ err: error, projection: name }, 'projection batch failed; retrying'),
+      onParked: (name, { event, error, behind }) =>
+        logger[behind ? 'warn' : 'error'](
+          { projection: name, eventId: event.eventId, eventType: event.type, tenantId: event.metadata.tenantId, error },
+          'projection parked an event; see npm run cli -- projections status',
+        ),
     });
   }
 
-  let worker: Runner | null = null;
+  let worker: WorkerRunner | null = null;
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
-    worker = await startWorker({ pgPool: db.pg, tasks, crontab: capabilities.flatMap((capability) => capability.crontab ?? []) });
+    const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
+    worker = await startWorker({ pgPool: db.worker!, tasks, crontab, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
   }
 
   let server: FastifyInstance | null = null;
@@ -143,7 +166,7 @@ export async function startService(options: {
     server = await buildServer(
       ctx,
       capabilities.flatMap((capability) => capability.routes ?? []),
-      { projectionsStalled: () => stalledProjections(ctx, projections) },
+      { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
   }
@@ -167,19 +190,4 @@ export async function startService(options: {
         await embedded?.stop();
       })()),
   };
-}
-
-/** Projections with events of their types waiting that have not moved for a minute. */
-async function stalledProjections(ctx: AppContext, projections: Projection[]): Promise<string[]> {
-  const waiting = await ctx.db.slonik.anyFirst(sql.type(z.object({ name: z.string() }))`
-    SELECT c.name FROM projection_checkpoints c
-    JOIN jsonb_each(${sql.jsonb(Object.fromEntries(projections.map((projection) => [projection.name, projection.eventTypes])))}) AS p(name, types)
-      ON p.name = c.name
-    WHERE c.updated_at < now() - interval '60 seconds'
-      AND EXISTS (
-        SELECT 1 FROM events e
-        WHERE (e.transaction_id, e.global_position) > (c.position_commit::text::xid8, c.position_prepare)
-          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          AND e.type IN (SELECT jsonb_array_elements_text(p.types)))`);
-  return [...waiting];
 }

@@ -98,11 +98,6 @@ export async function getApiKey(pool: DatabasePool, employerId: string, keyId: s
   return toMetadata(row, now);
 }
 
-/** Ids of the keys a user created that are not revoked yet. */
-export async function activeKeyIdsCreatedBy(pool: DatabasePool, employerId: string, userId: string): Promise<readonly string[]> {
-  return pool.anyFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM api_keys WHERE employer_id = ${employerId} AND created_by = ${userId} AND revoked_at IS NULL ORDER BY created_at`);
-}
 
 const keyRow = z.object({
   id: z.string(),
@@ -113,6 +108,7 @@ const keyRow = z.object({
   expires_at: z.string().nullable(),
   suspended: z.boolean(),
   revoked_at: z.string().nullable(),
+  creator_active: z.boolean(),
   created_by: z.string(),
   rate_limit_per_minute: z.number().nullable(),
 });
@@ -120,6 +116,6 @@ const keyRow = z.object({
 /** What the request pipeline checks of the key whose hash is `keyHash` (the key cache's loader). */
 export async function findKeyByHash(pool: DatabasePool, keyHash: string) {
   return pool.maybeOne(sql.type(keyRow)`
-    SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, created_by, rate_limit_per_minute
+    SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, creator_active, created_by, rate_limit_per_minute
     FROM api_keys WHERE key_hash = ${keyHash}`);
 }

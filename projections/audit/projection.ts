@@ -1,10 +1,10 @@
 // Read model `audit_log`: one row per auditable event, written in one statement per batch.
 import { sql } from 'slonik';
 import type { AuditMappers } from './audit-entry.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection, type Projection } from '../../src/event-store/projection.ts';
 
 export function auditProjection(mappers: AuditMappers): Projection {
-  return {
+  return defineProjection({
     name: 'audit',
     tables: ['audit_log'],
     eventTypes: Object.keys(mappers),
@@ -24,14 +24,16 @@ export function auditProjection(mappers: AuditMappers): Projection {
           target_id: entry.targetId,
           details: entry.details ?? {},
           occurred_at: event.metadata.occurredAt,
+          // Commands started by a request carry its id as correlation id.
+          request_id: event.metadata.correlationId,
         }];
       });
       if (rows.length === 0) return;
       await tx.query(sql.unsafe`
-        INSERT INTO audit_log (global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at)
-        SELECT global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at
+        INSERT INTO audit_log (global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id)
+        SELECT global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id
         FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(global_position bigint, event_id uuid, employer_id text, action text,
-          actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz)`);
+          actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz, request_id text)`);
     },
-  };
+  });
 }

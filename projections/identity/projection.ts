@@ -1,18 +1,17 @@
 // Read models `signin_tokens` and `sessions`: what the sign-in exchange and every cookie check read.
 import { sql } from 'slonik';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection } from '../../src/event-store/projection.ts';
 import type { SessionEvent, SignInTokenEvent } from '../../src/identity/events.ts';
 
-export const identityProjection: Projection = {
+export const identityProjection = defineProjection<SignInTokenEvent | SessionEvent>({
   name: 'identity',
   tables: ['signin_tokens', 'sessions'],
   eventTypes: ['SignInTokenIssued', 'SignInTokenRedeemed', 'SessionStarted', 'SessionEnded'],
   awaitedByCommands: true,
   async apply(tx, events) {
-    for (const recorded of events) {
-      const event = recorded as unknown as SignInTokenEvent | SessionEvent;
-      const employerId = recorded.metadata.tenantId!;
-      const at = recorded.metadata.occurredAt;
+    for (const event of events) {
+      const employerId = event.metadata.tenantId!;
+      const at = event.metadata.occurredAt;
       switch (event.type) {
         case 'SignInTokenIssued':
           await tx.query(sql.unsafe`
@@ -33,4 +32,4 @@ export const identityProjection: Projection = {
       }
     }
   },
-};
+});

@@ -1,18 +1,17 @@
 // Read models `groups` and `group_members` of the SCIM group aggregate (src/scim/group.ts).
 import { sql } from 'slonik';
 import type { GroupEvent } from '../../src/scim/events.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection, type Projection } from '../../src/event-store/projection.ts';
 
-export const scimGroupsProjection: Projection = {
+export const scimGroupsProjection = defineProjection<GroupEvent>({
   name: 'scim-groups',
   tables: ['groups', 'group_members'],
   eventTypes: ['GroupCreated', 'GroupAttributesChanged', 'GroupMembersAdded', 'GroupMembersRemoved', 'GroupDeleted'],
   awaitedByCommands: true,
   async apply(tx, events) {
-    for (const recorded of events) {
-      const event = recorded as unknown as GroupEvent;
-      const at = recorded.metadata.occurredAt;
-      const version = sql.fragment`${recorded.streamRevision.toString()}::bigint`;
+    for (const event of events) {
+      const at = event.metadata.occurredAt;
+      const version = sql.fragment`${event.streamRevision.toString()}::bigint`;
       const touch = () =>
         tx.query(sql.unsafe`UPDATE groups SET version = ${version}, updated_at = ${at} WHERE id = ${event.data.groupId}`);
       switch (event.type) {
@@ -21,7 +20,7 @@ export const scimGroupsProjection: Projection = {
           await tx.query(sql.unsafe`
             INSERT INTO groups (id, employer_id, display_name, external_id, version, created_at, updated_at)
             VALUES (${groupId}, ${employerId}, ${displayName}, ${externalId}, ${version}, ${at}, ${at})`);
-          await addMembers(tx, groupId, members, recorded.position.prepare);
+          await addMembers(tx, groupId, members, event.position.prepare);
           break;
         }
         case 'GroupAttributesChanged': {
@@ -35,7 +34,7 @@ export const scimGroupsProjection: Projection = {
           break;
         }
         case 'GroupMembersAdded':
-          await addMembers(tx, event.data.groupId, event.data.userIds, recorded.position.prepare);
+          await addMembers(tx, event.data.groupId, event.data.userIds, event.position.prepare);
           await touch();
           break;
         case 'GroupMembersRemoved':
@@ -50,7 +49,7 @@ export const scimGroupsProjection: Projection = {
       }
     }
   },
-};
+});
 
 async function addMembers(tx: Parameters<Projection['apply']>[0], groupId: string, userIds: string[], position: bigint) {
   if (userIds.length === 0) return;

@@ -2,7 +2,7 @@
 // read by GET /api/employer/sso, the SAML routes and SCIM authentication.
 import { sql } from 'slonik';
 import type { SsoConfigurationEvent, SsoSettings } from '../../src/sso/events.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection } from '../../src/event-store/projection.ts';
 
 /** Every SSO configuration change clears the SCIM token caches of all processes (src/sso/scim-token.ts). */
 export const SCIM_TOKENS_CHANGED_CHANNEL = 'scim_tokens_changed';
@@ -20,16 +20,15 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   scimEnabled: 'scim_enabled',
 };
 
-export const ssoProjection: Projection = {
+export const ssoProjection = defineProjection<SsoConfigurationEvent>({
   name: 'sso',
   tables: ['sso_configurations'],
   eventTypes: ['SsoConfigurationUpdated'],
   awaitedByCommands: true,
   async apply(tx, events) {
-    for (const recorded of events) {
-      const event = recorded as unknown as SsoConfigurationEvent;
+    for (const event of events) {
       const { employerId, changes, issuedScimToken, revokedScimTokenId } = event.data;
-      const at = recorded.metadata.occurredAt;
+      const at = event.metadata.occurredAt;
       const assignments = (Object.entries(changes) as Array<[keyof SsoSettings, SsoSettings[keyof SsoSettings]]>).map(([key, value]) =>
         sql.fragment`${sql.identifier([SSO_SETTING_COLUMNS[key]])} = ${Array.isArray(value) ? sql.jsonb(value) : value}`,
       );
@@ -51,4 +50,4 @@ export const ssoProjection: Projection = {
     // checkpoint's own notification, so a command that waited for this projection finds them dropped.
     await tx.query(sql.unsafe`SELECT pg_notify(${SCIM_TOKENS_CHANGED_CHANNEL}, '')`);
   },
-};
+});

@@ -1,39 +1,34 @@
 // Read models `employers` and `users`.
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
-import { runsOfSameType, type Projection } from '../../src/event-store/projection.ts';
+import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
 import type { EmployerCreated, UserEmail, UserEvent, UserRegistered } from '../../src/tenants/events.ts';
 import { registeredUserRow, scimEmails, workEmail } from './rows.ts';
 
-export const tenantsProjection: Projection = {
+export const tenantsProjection = defineProjection<EmployerCreated | UserEvent>({
   name: 'tenants',
   tables: ['employers', 'users'],
-  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated'],
+  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
   awaitedByCommands: true,
   async apply(tx, events) {
     // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
     for (const run of runsOfSameType(events)) {
-      if (run[0]!.type === 'EmployerCreated') await insertEmployers(tx, run);
-      else if (run[0]!.type === 'UserRegistered') await insertUsers(tx, run);
+      if (isRunOf(run, 'EmployerCreated')) await insertEmployers(tx, run);
+      else if (isRunOf(run, 'UserRegistered')) await insertUsers(tx, run);
       else for (const event of run) await applyUserChange(tx, event);
     }
   },
-};
+});
 
-async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
-  const rows = run.map((recorded) => {
-    const { data } = recorded as unknown as EmployerCreated;
-    return { id: data.employerId, name: data.name, created_at: data.createdAt };
-  });
+async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedEvent<EmployerCreated>[]) {
+  const rows = run.map(({ data }) => ({ id: data.employerId, name: data.name, created_at: data.createdAt }));
   await tx.query(sql.unsafe`
     INSERT INTO employers (id, name, created_at)
     SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
 }
 
-async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent[]) {
-  const rows = run.map((recorded) =>
-    registeredUserRow((recorded as unknown as UserRegistered).data, { occurredAt: recorded.metadata.occurredAt, revision: recorded.streamRevision }),
-  );
+async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent<UserRegistered>[]) {
+  const rows = run.map((event) => registeredUserRow(event.data, { occurredAt: event.metadata.occurredAt, revision: event.streamRevision }));
   await tx.query(sql.unsafe`
     INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
                        created_at, updated_at, emails, work_email)
@@ -44,9 +39,8 @@ async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent
       updated_at timestamptz, emails jsonb, work_email text)`);
 }
 
-async function applyUserChange(tx: DatabaseTransactionConnection, recorded: RecordedEvent) {
-  const event = recorded as unknown as UserEvent;
-  const at = recorded.metadata.occurredAt;
+async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | UserEvent>) {
+  const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'UserProfileUpdated': {
       const c = event.data.changes;
@@ -58,19 +52,23 @@ async function applyUserChange(tx: DatabaseTransactionConnection, recorded: Reco
         ...emailListAssignments(c.emails, c.email),
       ].filter((fragment) => fragment !== null);
       await tx.query(sql.unsafe`
-        UPDATE users SET ${sql.join([...assignments, sql.fragment`version = ${recorded.streamRevision.toString()}::bigint`, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
+        UPDATE users SET ${sql.join([...assignments, sql.fragment`version = ${event.streamRevision.toString()}::bigint`, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
         WHERE id = ${event.data.userId}`);
       break;
     }
     case 'UserDeactivated':
       await tx.query(sql.unsafe`
         UPDATE users SET active = false, scim_deleted = scim_deleted OR ${event.data.scimDeleted},
-          version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at}
+          version = ${event.streamRevision.toString()}::bigint, updated_at = ${at}
         WHERE id = ${event.data.userId}`);
       break;
     case 'UserReactivated':
       await tx.query(sql.unsafe`
-        UPDATE users SET active = true, version = ${recorded.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
+        UPDATE users SET active = true, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
+      break;
+    case 'UserApiKeyCreated':
+      // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
+      await tx.query(sql.unsafe`UPDATE users SET version = ${event.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);
       break;
   }
 }

@@ -13,3 +13,7 @@ export async function findUserByEmail(pool: DatabasePool, email: string) {
   return pool.maybeOne(sql.type(userRow)`
     SELECT id, employer_id, active FROM users WHERE lower(email) = lower(${email}) ORDER BY scim_deleted, updated_at DESC LIMIT 1`);
 }
+
+export async function employerExists(pool: DatabasePool, employerId: string): Promise<boolean> {
+  return pool.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
+}

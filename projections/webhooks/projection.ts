@@ -2,24 +2,23 @@
 // (status, url, sealed secret) before every attempt.
 import { sql } from 'slonik';
 import { WEBHOOK_EVENT_NAMES, type WebhookEvent } from '../../src/webhooks/events.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
+import { defineProjection } from '../../src/event-store/projection.ts';
 
-export const webhooksProjection: Projection = {
+export const webhooksProjection = defineProjection<WebhookEvent>({
   name: 'webhooks',
   tables: ['webhook_subscriptions'],
   // Ping and redelivery requests change nothing the read model shows.
   eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested'),
   awaitedByCommands: true,
   async apply(tx, events) {
-    for (const recorded of events) {
-      const event = recorded as unknown as WebhookEvent;
-      const at = recorded.metadata.occurredAt;
+    for (const event of events) {
+      const at = event.metadata.occurredAt;
       switch (event.type) {
         case 'WebhookSubscriptionCreated': {
           const d = event.data;
           await tx.query(sql.unsafe`
             INSERT INTO webhook_subscriptions (id, employer_id, url, events, description, status, max_failures, sealed_secret, created_at, updated_at)
-            VALUES (${d.webhookId}, ${recorded.metadata.tenantId!}, ${d.url}, ${sql.array(d.events, 'text')}, ${d.description}, 'active',
+            VALUES (${d.webhookId}, ${event.metadata.tenantId!}, ${d.url}, ${sql.array(d.events, 'text')}, ${d.description}, 'active',
                     ${d.maxFailures}, ${d.sealedSecret}, ${d.createdAt}, ${at})`);
           break;
         }
@@ -60,4 +59,4 @@ export const webhooksProjection: Projection = {
       }
     }
   },
-};
+});

@@ -2,6 +2,7 @@
 // suspended and resumed (status inactive/active) and renamed, and is revoked for good. Expiry is not
 // an event: a key is expired from the moment its expiresAt passes, whoever looks.
 import { DomainError, type Decider } from '../event-store/decider.ts';
+import type { CommandContext } from '../event-store/command-handler.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { ApiKeyCreated, ApiKeyEvent, RevokeReason } from './events.ts';
 
@@ -65,3 +66,13 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKeyState> = {
 };
 
 export const apiKeyStream = (employerId: string, keyId: string) => tenantStream(employerId, 'apiKey', keyId);
+
+/** Revocation of each of `keyIds` (already revoked keys write nothing), for an append shared with another command. */
+export function revokeKeyCommands(context: CommandContext, employerId: string, keyIds: readonly string[], now: string) {
+  return keyIds.map((keyId) => ({
+    streamName: apiKeyStream(employerId, keyId),
+    decider: apiKeyDecider,
+    command: { type: 'RevokeApiKey', reason: 'creator_deactivated', now } as ApiKeyCommand,
+    context,
+  }));
+}

@@ -3,6 +3,7 @@ import type { Capability } from '../capability.ts';
 import { installApiKeyPipeline } from './pipeline.ts';
 import type { Clock } from './rate-limiter.ts';
 import { apiKeyRoutes } from './routes.ts';
+import { apiKeyEvents } from './events.ts';
 
 const keyTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'api_key', targetId: String(event.data.keyId) });
 
@@ -11,6 +12,7 @@ export function createApiKeysCapability(options: { clock?: Clock } = {}): Capabi
   const clock = options.clock ?? Date.now;
   return {
     name: 'api-keys',
+    events: apiKeyEvents,
     routes: [apiKeyRoutes(clock)],
     projections: [apiKeysProjection],
     auditMappers: {

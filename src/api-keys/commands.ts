@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import type { Scope } from '../auth/principal.ts';
-import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, handleCommands, type CommandContext } from '../event-store/command-handler.ts';
+import { userDecider, userStream } from '../tenants/user.ts';
 import { apiKeyDecider, apiKeyStream, type ApiKeyCommand } from './api-key.ts';
 import type { RevokeReason } from './events.ts';
-import { activeKeyIdsCreatedBy } from '../../projections/api-keys/queries.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
 
 export type NewApiKey = {
@@ -23,19 +23,26 @@ export function newApiKeyId(): string {
   return `key_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** Creates a key and returns its raw value: the only time it exists outside the caller's hands. */
+/**
+ * Creates a key and returns its raw value: the only time it exists outside the caller's hands. The
+ * creator's stream records the key in the same append (refused once the creator is deactivated), so
+ * deactivating the creator revokes it however recent it is.
+ */
 export async function createApiKey(ctx: AppContext, context: CommandContext, input: NewApiKey & { now: number }) {
   const keyId = newApiKeyId();
   const rawKey = generateRawKey();
   const { now, ...key } = input;
-  await runApiKeyCommand(ctx, context, keyId, {
-    type: 'CreateApiKey',
-    keyId,
-    keyHash: hashRawKey(rawKey),
-    keyPrefix: displayPrefixOf(rawKey),
-    ...key,
-    now: new Date(now).toISOString(),
-  });
+  const employerId = employerOf(context);
+  await handleCommands(ctx.commands, [
+    { streamName: userStream(employerId, key.createdBy), decider: userDecider, command: { type: 'RecordApiKey', keyId } as const, context },
+    {
+      streamName: apiKeyStream(employerId, keyId),
+      decider: apiKeyDecider,
+      command: { type: 'CreateApiKey', keyId, keyHash: hashRawKey(rawKey), keyPrefix: displayPrefixOf(rawKey), ...key, now: new Date(now).toISOString() } as const,
+      context,
+      newStream: true,
+    },
+  ]);
   return { keyId, rawKey };
 }
 
@@ -50,16 +57,6 @@ export async function changeApiKey(ctx: AppContext, context: CommandContext, inp
   if (status !== undefined) {
     await runApiKeyCommand(ctx, context, keyId, { type: status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
   }
-}
-
-/**
- * Revokes every key `userId` created that is not revoked yet (SCIM deactivation or deletion of the
- * user calls this). Returns the ids of the keys it revoked.
- */
-export async function revokeKeysCreatedBy(ctx: AppContext, context: CommandContext, input: { userId: string }): Promise<string[]> {
-  const keyIds = await activeKeyIdsCreatedBy(ctx.db.slonik, employerOf(context), input.userId);
-  for (const keyId of keyIds) await revokeApiKey(ctx, context, { keyId, reason: 'creator_deactivated', now: Date.now() });
-  return [...keyIds];
 }
 
 async function runApiKeyCommand(ctx: AppContext, context: CommandContext, keyId: string, command: ApiKeyCommand) {

@@ -1,25 +1,31 @@
 // Events of the API key aggregate (src/api-keys/api-key.ts): what the decider folds and the api-keys
-// read model (projections/api-keys/) applies.
-import type { Scope } from '../auth/principal.ts';
-import type { DomainEvent } from '../event-store/decider.ts';
+// read model (projections/api-keys/) applies. The schemas are the events' shapes; the types are inferred.
+import { z } from 'zod';
+import { SCOPES } from '../auth/principal.ts';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
-export type RevokeReason = 'admin' | 'creator_deactivated';
+export const REVOKE_REASONS = ['admin', 'creator_deactivated'] as const;
+export type RevokeReason = (typeof REVOKE_REASONS)[number];
 
-export type ApiKeyCreated = DomainEvent<'ApiKeyCreated', {
-  keyId: string;
-  name: string;
+const apiKeyCreated = eventSchema('ApiKeyCreated', z.object({
+  keyId: z.string(),
+  name: z.string(),
   /** SHA-256 (hex) of the raw key; the raw key never enters an event. */
-  keyHash: string;
-  keyPrefix: string;
-  scopes: Scope[];
-  allowedIpCidrs: string[];
-  expiresAt: string | null;
-  rateLimitPerMinute: number | null;
-  createdBy: string;
-  createdAt: string;
-}>;
-export type ApiKeyRenamed = DomainEvent<'ApiKeyRenamed', { keyId: string; name: string }>;
-export type ApiKeySuspended = DomainEvent<'ApiKeySuspended', { keyId: string }>;
-export type ApiKeyResumed = DomainEvent<'ApiKeyResumed', { keyId: string }>;
-export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; reason: RevokeReason; revokedAt: string }>;
-export type ApiKeyEvent = ApiKeyCreated | ApiKeyRenamed | ApiKeySuspended | ApiKeyResumed | ApiKeyRevoked;
+  keyHash: z.string(),
+  keyPrefix: z.string(),
+  scopes: z.array(z.enum(SCOPES)),
+  allowedIpCidrs: z.array(z.string()),
+  expiresAt: z.string().nullable(),
+  rateLimitPerMinute: z.number().int().nullable(),
+  createdBy: z.string(),
+  createdAt: z.string(),
+}));
+const apiKeyRenamed = eventSchema('ApiKeyRenamed', z.object({ keyId: z.string(), name: z.string() }));
+const apiKeySuspended = eventSchema('ApiKeySuspended', z.object({ keyId: z.string() }));
+const apiKeyResumed = eventSchema('ApiKeyResumed', z.object({ keyId: z.string() }));
+const apiKeyRevoked = eventSchema('ApiKeyRevoked', z.object({ keyId: z.string(), reason: z.enum(REVOKE_REASONS), revokedAt: z.string() }));
+
+export const apiKeyEvents = [apiKeyCreated, apiKeyRenamed, apiKeySuspended, apiKeyResumed, apiKeyRevoked] as const;
+
+export type ApiKeyCreated = EventOf<typeof apiKeyCreated>;
+export type ApiKeyEvent = EventOf<(typeof apiKeyEvents)[number]>;

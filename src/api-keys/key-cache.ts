@@ -26,6 +26,8 @@ export type CachedKey = {
   expiresAtMs: number | null;
   suspended: boolean;
   revoked: boolean;
+  /** False once the user who created the key is deactivated: the key is refused as revoked. */
+  creatorActive: boolean;
   createdBy: string;
   rateLimitPerMinute: number | null;
 };
@@ -57,6 +59,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
         expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
         suspended: row.suspended,
         revoked: row.revoked_at !== null,
+        creatorActive: row.creator_active,
         createdBy: row.created_by,
         rateLimitPerMinute: row.rate_limit_per_minute,
       };

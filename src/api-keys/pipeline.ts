@@ -20,7 +20,7 @@ export const FLUSH_INTERVAL_MS = 5_000;
 export const API_KEY_CHECK_ORDER = [
   `1. The client address has not presented ${INVALID_KEY_ATTEMPTS_PER_MIN} invalid keys this minute: else 429 RATE_LIMITED with retry-after.`,
   '2. The key is well formed (mt_live_ and 64 lowercase hex characters) and known: else 401 INVALID_API_KEY.',
-  '3. The key is not revoked: else 401 API_KEY_REVOKED.',
+  '3. The key is not revoked, and the user who created it is not deactivated: else 401 API_KEY_REVOKED.',
   '4. The key has not expired (expired from the instant expiresAt on): else 401 API_KEY_EXPIRED.',
   '5. The key is not suspended: else 401 API_KEY_INACTIVE.',
   '6. The client address is in the key\'s allowlist, if it has one: else 403 API_KEY_IP_NOT_ALLOWED.',
@@ -119,6 +119,7 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
 
 function assertUsable(key: CachedKey, now: number) {
   if (key.revoked) throw new DomainError(401, 'API_KEY_REVOKED', 'The API key has been revoked.');
+  if (!key.creatorActive) throw new DomainError(401, 'API_KEY_REVOKED', 'The API key is revoked: the user who created it is deactivated.');
   if (key.expiresAtMs !== null && now >= key.expiresAtMs) throw new DomainError(401, 'API_KEY_EXPIRED', 'The API key has expired.');
   if (key.suspended) throw new DomainError(401, 'API_KEY_INACTIVE', 'The API key is inactive (suspended by an administrator).');
 }

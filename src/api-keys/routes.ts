@@ -8,6 +8,7 @@ import { commandContextOf, SCOPES, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
 import { defineRoute } from '../http/route.ts';
+import { CIDR_LIST_MAX, CIDR_MAX, ID_MAX, NAME_MAX, TIMESTAMP_MAX } from '../http/limits.ts';
 import { normalizeCidr } from './cidr.ts';
 import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
 import { API_KEY_CHECK_ORDER } from './pipeline.ts';
@@ -18,7 +19,7 @@ const MAX_RATE_LIMIT_PER_MIN = 1_000_000;
 const auth = { modes: ['session'], role: 'EMPLOYER_ADMIN' } as const;
 const tags = ['API keys'];
 
-const cidrEntry = z.string().max(100).transform((value, context) => {
+const cidrEntry = z.string().max(CIDR_MAX).transform((value, context) => {
   try {
     return normalizeCidr(value);
   } catch (error) {
@@ -28,18 +29,19 @@ const cidrEntry = z.string().max(100).transform((value, context) => {
 });
 
 const createBody = z.strictObject({
-  name: z.string().trim().min(1).max(100),
+  name: z.string().trim().min(1).max(NAME_MAX),
   scopes: z
     .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; the scopes are ${SCOPES.join(', ')}` }))
     .min(1)
+    .max(SCOPES.length)
     .transform((scopes) => [...new Set(scopes)]),
   allowedIpCidrs: z
     .array(cidrEntry)
-    .max(100)
+    .max(CIDR_LIST_MAX)
     .optional()
     .meta({ description: 'IPv4/IPv6 CIDRs; a bare address means /32 or /128. Stored normalised. Empty or absent: any address.' })
     .transform((cidrs) => [...new Set(cidrs ?? [])]),
-  expiresAt: z.iso.datetime({ offset: true }).optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
+  expiresAt: z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
   rateLimitPerMinute: z.number().int().min(1).max(MAX_RATE_LIMIT_PER_MIN).optional().meta({ description: 'Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN.' }),
 });
 
@@ -47,11 +49,11 @@ const createdKey = apiKeyMetadata.extend({
   rawKey: z.string().meta({ description: 'mt_live_ followed by 64 lowercase hex characters. Shown once; only its SHA-256 is stored.' }),
 }).meta({ id: 'CreatedApiKey' });
 
-const keyParams = z.object({ keyId: z.string().max(100) });
+const keyParams = z.object({ keyId: z.string().max(ID_MAX) });
 
 const patchBody = z
   .strictObject({
-    name: z.string().trim().min(1).max(100).optional(),
+    name: z.string().trim().min(1).max(NAME_MAX).optional(),
     status: z.enum(['active', 'inactive']).optional().meta({ description: 'inactive suspends the key (API_KEY_INACTIVE); active resumes it.' }),
   })
   .refine((body) => body.name !== undefined || body.status !== undefined, 'give name or status');

@@ -4,13 +4,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { ROLE_SCOPES, type Principal, type RouteAuth } from './principal.ts';
+import { authenticatePlatformToken } from './platform-token.ts';
+import { ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth } from './principal.ts';
 
 export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, auth: RouteAuth): Promise<Principal | null> {
+export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, auth: RouteAuth): Promise<Principal | PlatformPrincipal | null> {
   if ('public' in auth) return null;
+  // Only the Authorization header counts here: an x-api-key or a session cookie opens no platform route.
+  if ('platformFamily' in auth) return authenticatePlatformToken(ctx, request, auth.platformFamily);
   const rawKey = request.headers['x-api-key'];
   if (rawKey !== undefined) {
     if (!auth.modes.includes('apiKey')) {

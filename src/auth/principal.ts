@@ -35,9 +35,20 @@ export type Principal =
 
 export type AuthMode = 'session' | 'apiKey';
 
-/** How a route is protected. `public` routes authenticate themselves (SCIM, SAML) or need nothing. */
+/**
+ * A service of the platform (clinical, billing) calling the internal platform API with a platform
+ * service token. It acts for no employer of its own: the employer is in the route's path.
+ */
+export type PlatformPrincipal = { kind: 'platformToken'; tokenId: string; families: readonly string[] };
+
+/**
+ * How a route is protected. `public` routes authenticate themselves (SCIM, SAML) or need nothing.
+ * `platformFamily` routes are the internal platform API: a platform service token holding that family,
+ * and nothing else (employer routes, in turn, never accept platform tokens).
+ */
 export type RouteAuth =
   | { public: true }
+  | { platformFamily: string }
   | { modes: readonly AuthMode[]; scope?: Scope; role?: Role };
 
 export function actorOf(principal: Principal): Actor {

@@ -7,16 +7,23 @@ import { parseEncryptionKey } from './secret-box.ts';
 
 export async function resolveEncryptionKey(config: Config): Promise<KeyObject> {
   if (config.ENCRYPTION_KEY) return parseEncryptionKey(config.ENCRYPTION_KEY);
-  const file = join(config.DATA_DIR, 'encryption.key');
+  return parseEncryptionKey(await readOrCreateKeyFile(config.DATA_DIR, 'encryption.key', () => randomBytes(32).toString('base64')));
+}
+
+/**
+ * The text of DATA_DIR/<fileName>, written first with `generate()` (mode 0600) when it does not exist.
+ * Processes starting together agree: the first write wins (`wx`) and everyone reads the file.
+ */
+export async function readOrCreateKeyFile(dataDir: string, fileName: string, generate: () => string): Promise<string> {
+  const file = join(dataDir, fileName);
   try {
-    return parseEncryptionKey((await readFile(file, 'utf8')).trim());
+    return (await readFile(file, 'utf8')).trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const key = randomBytes(32);
-  await mkdir(config.DATA_DIR, { recursive: true });
-  await writeFile(file, key.toString('base64'), { mode: 0o600, flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, generate(), { mode: 0o600, flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST') throw error;
   });
-  return parseEncryptionKey((await readFile(file, 'utf8')).trim());
+  return (await readFile(file, 'utf8')).trim();
 }

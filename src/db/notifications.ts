@@ -15,7 +15,7 @@ export type Notifications = {
   readonly instanceId: string;
   /** Connects, announcing this process to the others; awaited before a process's first append, so they hear of it first. */
   ready(): Promise<void>;
-  /** Calls `listener` with the payload of each NOTIFY on `channel`; returns an unsubscribe function. */
+  /** Calls `listener` with the payload of each NOTIFY on `channel`; returns an unsubscribe function. Does not fail while the database is down: listening starts when it is back. */
   listen(channel: string, listener: (payload: string) => void): Promise<() => void>;
   /** Delivers `payload` to this process's listeners of `channel` now, without the database. */
   publishLocally(channel: string, payload: string): void;
@@ -55,14 +55,20 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
         } else deliver(message.channel, message.payload ?? '');
       });
       next.on('error', () => {
+        if (client !== next) return; // one that failed while connecting, or was replaced already
         client = null;
-        connecting = null;
-        if (closed) return;
-        setTimeout(() => void reconnect(), 500).unref();
+        scheduleReconnect(500);
       });
-      await next.connect();
-      for (const channel of [LISTENERS_CHANNEL, ...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
-      await next.query('SELECT pg_notify($1, $2)', [LISTENERS_CHANNEL, instanceId]);
+      try {
+        await next.connect();
+        for (const channel of [LISTENERS_CHANNEL, ...listeners.keys()]) await next.query(`LISTEN ${quoteIdentifier(channel)}`);
+        await next.query('SELECT pg_notify($1, $2)', [LISTENERS_CHANNEL, instanceId]);
+      } catch (error) {
+        // The next connect() tries afresh (the database may be down for a while: reconnect retries).
+        connecting = null;
+        await next.end().catch(() => {});
+        throw error;
+      }
       client = next;
       connecting = null;
       return next;
@@ -70,12 +76,21 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
     return connecting;
   };
 
+  // Through a database outage: tried every second until it is back, then every listener is woken.
+  let reconnectTimer: NodeJS.Timeout | null = null;
+  const scheduleReconnect = (delayMs: number) => {
+    if (closed || reconnectTimer) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = null;
+      void reconnect();
+    }, delayMs).unref();
+  };
   const reconnect = async () => {
     try {
       await connect();
       for (const set of listeners.values()) for (const listener of set) listener('');
     } catch {
-      if (!closed) setTimeout(() => void reconnect(), 1000).unref();
+      scheduleReconnect(1000);
     }
   };
 
@@ -118,8 +133,13 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
       const isNewChannel = !set;
       if (!set) listeners.set(channel, (set = new Set()));
       set.add(listener);
-      const connection = await connect();
-      if (isNewChannel) await connection.query(`LISTEN ${quoteIdentifier(channel)}`);
+      try {
+        const connection = await connect();
+        if (isNewChannel) await connection.query(`LISTEN ${quoteIdentifier(channel)}`);
+      } catch {
+        // The database is down: the reconnection LISTENs on every channel and wakes this listener too.
+        scheduleReconnect(500);
+      }
       return () => void set.delete(listener);
     },
     publishLocally: deliver,
@@ -129,6 +149,7 @@ export function createNotifications(connectionUri: string, options: { peerCheckM
     },
     async close() {
       closed = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
       const current = client;
       client = null;
       await current?.end().catch(() => {});

@@ -1,50 +1,225 @@
 // Clients of one database: slonik (typed SQL in tagged templates) for read models and queries; a pg
 // pool for the event store (its hot path, and independent of read-model transactions: a rebuild reads
-// events while it holds its swap transaction open); and a pg pool for graphile-worker.
+// events while it holds its swap transaction open); a general pg pool; and, in worker processes, a pg
+// pool for graphile-worker.
+//
+// Every connection a process opens comes out of one budget (DATABASE_MAX_CONNECTIONS), split by the
+// roles it runs (planConnections), so N processes fit a server's max_connections. Waiting for a
+// connection is bounded (DATABASE_CONNECTION_WAIT_MS), and every statement is
+// (DATABASE_STATEMENT_TIMEOUT_MS): a saturated or unreachable database becomes DatabaseUnavailableError
+// (503 with Retry-After), never a request that hangs.
 import pg from 'pg';
-import { createPool, createTypeParserPreset, type DatabasePool } from 'slonik';
+import {
+  BackendTerminatedError,
+  BackendTerminatedUnexpectedlyError,
+  ConnectionError,
+  createPool,
+  createTypeParserPreset,
+  IdleTransactionTimeoutError,
+  StatementTimeoutError,
+  type DatabasePool,
+} from 'slonik';
+import { ConfigError } from '../config.ts';
 
-export type Database = { slonik: DatabasePool; eventStore: pg.Pool; pg: pg.Pool; connectionUri: string };
+export type Database = {
+  slonik: DatabasePool;
+  eventStore: pg.Pool;
+  pg: pg.Pool;
+  /** graphile-worker's pool; null in a process without the worker role. */
+  worker: pg.Pool | null;
+  connectionUri: string;
+  plan: ConnectionPlan;
+};
 
 /** A stuck writer holding a transaction open would stall every event reader (they read below xmin). */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 
-export async function openDatabase(connectionUri: string, options: { maximumPoolSize?: number } = {}): Promise<Database> {
-  const settings = {
+/** How the budget of one process is split. `total` never exceeds the budget. */
+export type ConnectionPlan = {
+  readModels: number;
+  eventStore: number;
+  pg: number;
+  /** The shared LISTEN connection (src/db/notifications.ts). */
+  listener: number;
+  /** graphile-worker: its LISTEN connection, job fetches and completions (tasks use the read-model pool). */
+  worker: number;
+  /** The webhook worker lease (src/webhooks/worker-lease.ts). */
+  workerLease: number;
+  total: number;
+};
+
+const WORKER_POOL_SIZE = 4;
+
+/**
+ * Splits a process's connection budget: one LISTEN connection; in worker processes graphile-worker's
+ * pool and the lease; the rest shared by weight, read models 3, general pg pool 3, event store 2 (reads
+ * dominate every role: the API's queries, the projections' transactions, the worker's delivery rows;
+ * the pg pool carries the hot reads, named statements such as the webhook list and session lookups).
+ */
+export function planConnections(budget: number, roles: { worker: boolean }): ConnectionPlan {
+  const listener = 1;
+  const worker = roles.worker ? WORKER_POOL_SIZE : 0;
+  const workerLease = roles.worker ? 1 : 0;
+  const shared = budget - listener - worker - workerLease;
+  const minimum = listener + worker + workerLease + 4;
+  if (shared < 4) throw new ConfigError(`Invalid configuration:\n  DATABASE_MAX_CONNECTIONS: ${budget} is too small for these roles; at least ${minimum}`);
+  const eventStore = Math.max(1, Math.floor((shared * 2) / 8));
+  const pgPool = Math.max(1, Math.floor((shared * 3) / 8));
+  const readModels = shared - eventStore - pgPool;
+  return { readModels, eventStore, pg: pgPool, listener, worker, workerLease, total: budget };
+}
+
+export function describePlan(plan: ConnectionPlan): string {
+  const parts = [`read models ${plan.readModels}`, `event store ${plan.eventStore}`, `pg ${plan.pg}`, `listener ${plan.listener}`];
+  if (plan.worker) parts.push(`worker ${plan.worker}`, `worker lease ${plan.workerLease}`);
+  return `${plan.total} database connections (${parts.join(', ')})`;
+}
+
+export type PoolOptions = {
+  plan?: ConnectionPlan;
+  /** How long a query waits for a free connection (and for a new one to connect) before failing. */
+  connectionWaitMs?: number;
+  /** Server-side statement_timeout of every pooled connection; 0 for none (operator commands such as a rebuild). */
+  statementTimeoutMs?: number;
+};
+
+export async function openDatabase(connectionUri: string, options: PoolOptions = {}): Promise<Database> {
+  const plan = options.plan ?? planConnections(20, { worker: true });
+  const waitMs = options.connectionWaitMs ?? 3000;
+  const statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
+  const slonik = await createPool(withApplicationName(connectionUri, 'read-models'), {
     captureStackTrace: false,
     // slonik's default runs DISCARD ALL after every pooled query (a second round trip each, and no
     // cached plans). Nothing here leaves session state behind: settings are transaction-local.
     resetConnection: async () => {},
     idleInTransactionSessionTimeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    statementTimeout: statementTimeoutMs === 0 ? 'DISABLE_TIMEOUT' : statementTimeoutMs,
+    maximumPoolSize: plan.readModels,
+    connectionTimeout: waitMs,
+    // An unreachable database fails the request at once (503); retrying is the client's call.
+    connectionRetryLimit: 0,
     typeParsers: [
       ...createTypeParserPreset().filter((parser) => parser.name !== 'timestamptz'),
       // Timestamps leave the database as ISO 8601 strings, the form every API response uses.
       { name: 'timestamptz', parse: (value: string) => new Date(value).toISOString() },
     ],
-  };
-  const slonik = await createPool(connectionUri, { ...settings, maximumPoolSize: options.maximumPoolSize ?? 20 });
+  });
+  const pgSettings = { waitMs, statementTimeoutMs };
   // The event store's statements are few, named and prepared once per connection, and their best plan
   // does not depend on the values. Left to choose (Postgres's default), it re-planned the append to
   // several streams for every call, which then spent more time planning than running (measured:
   // 0.65 ms a call against 0.35 ms with the generic plan).
-  const eventStore = newPgPool(connectionUri, 20, { options: '-c plan_cache_mode=force_generic_plan' });
-  const pgPool = newPgPool(connectionUri, 10);
-  return { slonik, eventStore, pg: pgPool, connectionUri };
+  const eventStore = newPgPool(connectionUri, 'event-store', plan.eventStore, { ...pgSettings, options: '-c plan_cache_mode=force_generic_plan' });
+  const pgPool = newPgPool(connectionUri, 'pg', plan.pg, pgSettings);
+  const worker = plan.worker ? newPgPool(connectionUri, 'worker', plan.worker, pgSettings) : null;
+  return { slonik: boundedWait(slonik, plan.readModels, waitMs), eventStore, pg: pgPool, worker, connectionUri, plan };
 }
 
 export async function closeDatabase(db: Database): Promise<void> {
-  await Promise.allSettled([db.slonik.end(), db.eventStore.end(), db.pg.end()]);
+  await Promise.allSettled([db.slonik.end(), db.eventStore.end(), db.pg.end(), db.worker?.end()]);
 }
 
-function newPgPool(connectionUri: string, max: number, settings: { options?: string } = {}): pg.Pool {
+/** The application name every connection of a pool carries, so pg_stat_activity tells them apart. */
+export function applicationName(pool: string): string {
+  return `employer-integrations ${pool}`;
+}
+
+function withApplicationName(connectionUri: string, pool: string): string {
+  const url = new URL(connectionUri);
+  url.searchParams.set('application_name', applicationName(pool));
+  return url.toString();
+}
+
+function newPgPool(connectionUri: string, name: string, max: number, settings: { waitMs: number; statementTimeoutMs: number; options?: string }): pg.Pool {
   const pool = new pg.Pool({
     connectionString: connectionUri,
+    application_name: applicationName(name),
     max,
+    // pg-pool applies this to the wait for a free client as well as to connecting a new one.
+    connectionTimeoutMillis: settings.waitMs,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
-    ...settings,
+    ...(settings.statementTimeoutMs > 0 ? { statement_timeout: settings.statementTimeoutMs } : {}),
+    ...(settings.options ? { options: settings.options } : {}),
   });
   // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
+}
+
+/** The database is unreachable, or no connection freed up in time: the client should retry later. */
+export class DatabaseUnavailableError extends Error {}
+
+// slonik's pool queues callers for a connection without a time limit. Permits, as many as its
+// connections and each waited for at most `waitMs`, keep it from ever queueing.
+const POOL_METHODS = new Set(['any', 'anyFirst', 'exists', 'many', 'manyFirst', 'maybeOne', 'maybeOneFirst', 'one', 'oneFirst', 'query', 'stream', 'transaction', 'connect']);
+
+function boundedWait(pool: DatabasePool, size: number, waitMs: number): DatabasePool {
+  let free = size;
+  const waiting: Array<() => void> = [];
+  const acquire = () => {
+    if (free > 0) {
+      free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((granted, refused) => {
+      const grant = () => {
+        clearTimeout(timer);
+        granted();
+      };
+      const timer = setTimeout(() => {
+        waiting.splice(waiting.indexOf(grant), 1);
+        refused(new DatabaseUnavailableError(`No database connection became free within ${waitMs} ms.`));
+      }, waitMs);
+      waiting.push(grant);
+    });
+  };
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return new Proxy(pool, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof property !== 'string' || !POOL_METHODS.has(property) || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        await acquire();
+        try {
+          return await (value as (...args: unknown[]) => Promise<unknown>).apply(target, args);
+        } finally {
+          release();
+        }
+      };
+    },
+  });
+}
+
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25P03']);
+const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_MESSAGES = ['timeout exceeded when trying to connect', 'connection terminated', 'is not queryable', 'connection timeout'];
+
+/**
+ * Whether an error means "the database cannot serve this now" (unreachable, restarting, out of
+ * connections, or too slow: a statement timeout) rather than a fault of the request or of our code.
+ * Looks through slonik's wrappers (`cause`) and the AggregateError of a refused dual-stack connect.
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 5) return false;
+  if (
+    error instanceof DatabaseUnavailableError ||
+    error instanceof ConnectionError ||
+    error instanceof BackendTerminatedError ||
+    error instanceof BackendTerminatedUnexpectedlyError ||
+    error instanceof StatementTimeoutError ||
+    error instanceof IdleTransactionTimeoutError
+  ) {
+    return true;
+  }
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08') || UNAVAILABLE_NODE_CODES.has(code))) return true;
+  const message = error.message.toLowerCase();
+  if (UNAVAILABLE_MESSAGES.some((text) => message.includes(text))) return true;
+  if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  return isDatabaseUnavailable(error.cause, depth + 1);
 }

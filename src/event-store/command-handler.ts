@@ -3,8 +3,9 @@
 // append it waits until the read models have caught up, so the caller's next query sees its write.
 // `handleCommands` does the same for commands on several streams that must take effect together.
 import { randomUUID } from 'node:crypto';
-import { fold, type Decider, type DomainEvent } from './decider.ts';
-import { WrongExpectedRevisionError, type Actor, type EventMetadata, type EventStore, type Position } from './port.ts';
+import { setTimeout } from 'node:timers/promises';
+import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
+import { WrongExpectedRevisionError, type Actor, type AppendMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
   tenantId: string | null;
@@ -36,6 +37,12 @@ export type StreamCommand<Command, Event extends DomainEvent, State> = {
   context: CommandContext;
   /** The caller just minted the stream's id: skip reading it (an existing stream still fails the append). */
   newStream?: boolean;
+  /**
+   * A condition on the stream's revision (-1 when it does not exist), such as an If-Match or "still
+   * where the caller read it": when the stream does not satisfy it, now or after a concurrent append,
+   * the command is refused with 412 PRECONDITION_FAILED instead of being decided again.
+   */
+  precondition?: (revision: bigint) => boolean;
 };
 
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
@@ -47,7 +54,10 @@ type ResultsOf<Commands extends readonly AnyStreamCommand[]> = {
   [Index in keyof Commands]: Commands[Index] extends StreamCommand<any, infer Event, infer State> ? { newEvents: Event[]; state: State } : never;
 };
 
-const MAX_ATTEMPTS = 5;
+// Writers that contend on one stream (keys created together by one user, say) each win a round in
+// turn: enough rounds, spread by a jittered backoff, let a burst through instead of failing it.
+const MAX_ATTEMPTS = 10;
+const MAX_BACKOFF_MS = 50;
 
 export async function handleCommand<Command, Event extends DomainEvent, State>(
   deps: CommandDeps,
@@ -71,8 +81,11 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   for (let attempt = 1; ; attempt++) {
     const occurredAt = new Date().toISOString();
     const decided = await Promise.all(
-      commands.map(async ({ streamName, decider, command, newStream }) => {
+      commands.map(async ({ streamName, decider, command, newStream, precondition }) => {
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
+        if (precondition && !precondition(BigInt(history.length - 1))) {
+          throw new DomainError(412, 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
+        }
         const state = fold(decider, history);
         return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };
       }),
@@ -96,19 +109,21 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
       await deps.waitForProjections(position, [...new Set(decided.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
       return { results: results as ResultsOf<Commands>, position, occurredAt };
     } catch (error) {
-      if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
+      if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) {
+        await setTimeout(Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** attempt));
+        continue;
+      }
       throw error;
     }
   }
 }
 
-function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): EventMetadata {
+function metadataOf(context: CommandContext, correlationId: string, occurredAt: string): AppendMetadata {
   return {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId ?? correlationId,
     causationId: context.causationId ?? null,
-    schemaVersion: 1,
     occurredAt,
   };
 }

@@ -12,6 +12,7 @@ import {
   NO_STREAM,
   StreamNotFoundError,
   WrongExpectedVersionError,
+  eventTypeFilter,
   jsonEvent,
   streamNameFilter,
   type AllStreamResolvedEvent,
@@ -21,6 +22,7 @@ import {
   type StreamState,
 } from '@kurrent/kurrentdb-client';
 import { z } from 'zod';
+import type { EventRegistry } from './schemas.ts';
 import {
   START,
   WrongExpectedRevisionError,
@@ -32,6 +34,8 @@ import {
   type ExpectedRevision,
   type Position,
   type RecordedEvent,
+  type AppendMetadata,
+  type NewEvent,
   type StreamAppend,
 } from './port.ts';
 
@@ -42,15 +46,24 @@ const ERROR_RETRY_MS = 1000;
 const eventData = z.record(z.string(), z.unknown());
 const eventMetadata: z.ZodType<EventMetadata> = z.object({
   tenantId: z.string().nullable(),
-  actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'system']), id: z.string() }),
+  actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'platformToken', 'system']), id: z.string() }),
   correlationId: z.string(),
   causationId: z.string().nullable(),
   schemaVersion: z.number().int(),
   occurredAt: z.string(),
 });
 
-export function createKurrentDbEventStore(connectionString: string): EventStore {
+export function createKurrentDbEventStore(connectionString: string, registry: EventRegistry): EventStore {
   const client = KurrentDBClient.connectionString(connectionString);
+  const toParsedEvent = (event: KurrentRecordedEvent) => registry.parse(toRecordedEvent(event));
+
+  // Each event is validated by its schema and carries its schema's version in its metadata.
+  const encode = (events: NewEvent[], metadata: AppendMetadata, asString: boolean) =>
+    events.map((newEvent) => {
+      const { type, data, schemaVersion } = registry.encode(newEvent);
+      const eventMetadata: EventMetadata = { ...metadata, schemaVersion };
+      return jsonEvent({ id: randomUUID(), type, data, metadata: asString ? { [ENCODED_METADATA]: JSON.stringify(eventMetadata) } : eventMetadata });
+    });
 
   const readLastEvent = async (streamName: string): Promise<RecordedEvent> => {
     for await (const resolved of client.readStream(streamName, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
@@ -62,12 +75,9 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
   const store: EventStore = {
     async appendToStream(streamName, events, { expectedRevision, metadata }) {
       assertAppendable(streamName, events, metadata);
+      const encoded = encode(events, metadata, false);
       try {
-        const result = await client.appendToStream(
-          streamName,
-          events.map((event) => jsonEvent({ id: randomUUID(), type: event.type, data: event.data, metadata })),
-          { streamState: toStreamState(expectedRevision) },
-        );
+        const result = await client.appendToStream(streamName, encoded, { streamState: toStreamState(expectedRevision) });
         if (!result.position) throw new Error(`KurrentDB did not report the position of the append to ${streamName}`);
         return { nextExpectedRevision: result.nextExpectedRevision, position: result.position };
       } catch (error) {
@@ -87,16 +97,13 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
         const { nextExpectedRevision, position } = await store.appendToStream(streamName, events, { expectedRevision, metadata });
         return { nextExpectedRevisions: [nextExpectedRevision], position };
       }
+      const encoded = appends.map(({ streamName, events, expectedRevision, metadata }) => ({
+        streamName,
+        expectedState: toStreamState(expectedRevision),
+        events: encode(events, metadata, true),
+      }));
       try {
-        await client.multiStreamAppend(
-          appends.map(({ streamName, events, expectedRevision, metadata }) => ({
-            streamName,
-            expectedState: toStreamState(expectedRevision),
-            events: events.map((event) =>
-              jsonEvent({ id: randomUUID(), type: event.type, data: event.data, metadata: { [ENCODED_METADATA]: JSON.stringify(metadata) } }),
-            ),
-          })),
-        );
+        await client.multiStreamAppend(encoded);
       } catch (error) {
         if (error instanceof WrongExpectedVersionError || error instanceof AppendConsistencyViolationError) {
           throw WrongExpectedRevisionError.of(appends);
@@ -112,7 +119,7 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
       const events: RecordedEvent[] = [];
       try {
         for await (const resolved of client.readStream(streamName, { fromRevision })) {
-          if (resolved.event) events.push(toRecordedEvent(resolved.event));
+          if (resolved.event) events.push(registry.parseStrict(toRecordedEvent(resolved.event)));
         }
       } catch (error) {
         if (error instanceof StreamNotFoundError) return [];
@@ -127,7 +134,7 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
       const read = client.readAll({ fromPosition: after, maxCount: maxCount + 1, filter: filterFor(tenantId) });
       for await (const resolved of read) {
         if (!resolved.event || comparePositions(resolved.event.position, after) <= 0) continue;
-        events.push(toRecordedEvent(resolved.event));
+        events.push(toParsedEvent(resolved.event));
         if (events.length === maxCount) break;
       }
       return events;
@@ -163,7 +170,7 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
               const events = batch
                 .flatMap((resolved) => (resolved.event ? [resolved.event] : []))
                 .filter((event) => comparePositions(event.position, position) > 0)
-                .map(toRecordedEvent);
+                .map(toParsedEvent);
               if (events.length > 0) await deliver(events);
             }
           } catch (error) {
@@ -185,6 +192,28 @@ export function createKurrentDbEventStore(connectionString: string): EventStore 
       };
     },
 
+    async headPosition() {
+      for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: filterFor(undefined) })) {
+        if (resolved.event?.position) return resolved.event.position;
+      }
+      return START;
+    },
+
+    // KurrentDB keeps no count: the events are read (filtered on the server) and counted here, so the
+    // cost grows with the count, up to `limit`.
+    async countEventsAfter(after, { types, limit = Number.MAX_SAFE_INTEGER } = {}) {
+      if (types?.length === 0 || limit <= 0) return 0;
+      const filter = types ? eventTypeFilter({ regex: `^(?:${types.map(escapeRegex).join('|')})$` }) : filterFor(undefined);
+      let count = 0;
+      // Inclusive from `after`, as in readAll: one extra event covers the one at `after`.
+      for await (const resolved of client.readAll({ fromPosition: after, maxCount: limit + 1, filter })) {
+        const event = resolved.event;
+        if (!event?.position || comparePositions(event.position, after) <= 0 || event.streamId.startsWith('$')) continue;
+        if (++count === limit) break;
+      }
+      return count;
+    },
+
     async close() {
       await client.dispose();
     },
@@ -202,6 +231,8 @@ function toStreamState(expected: ExpectedRevision): StreamState {
 function filterFor(tenantId: string | undefined): Filter {
   return tenantId ? streamNameFilter({ prefixes: [`tenant-${tenantId}.`] }) : streamNameFilter({ regex: '^[^$]' });
 }
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function toRecordedEvent(event: KurrentRecordedEvent): RecordedEvent {
   if (!event.isJson) throw new Error(`Event ${event.id} in ${event.streamId} is not JSON`);

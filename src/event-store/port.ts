@@ -1,12 +1,16 @@
 // The one interface every event store adapter implements (Postgres by default, KurrentDB optionally).
 // Streams are named `tenant-<employerId>.<category>-<id>` so one tenant's history can be read alone;
 // streams that are not owned by a tenant (uniqueness reservations) are named `system.<category>-<id>`.
+// Every adapter is given the registry of event schemas (schemas.ts): it validates what it appends and
+// parses what it reads.
+import type { DomainEvent } from './decider.ts';
 
 /** Who caused an event. */
 export type Actor =
   | { type: 'user'; id: string }
   | { type: 'apiKey'; id: string }
   | { type: 'scimToken'; id: string }
+  | { type: 'platformToken'; id: string }
   | { type: 'system'; id: string };
 
 export type EventMetadata = {
@@ -15,13 +19,19 @@ export type EventMetadata = {
   actor: Actor;
   correlationId: string;
   causationId: string | null;
-  /** Version of the event's data schema, so old events can be upcast when a shape changes. */
+  /**
+   * Version of the event's data schema (schemas.ts). Written by the adapter: the schema's current
+   * version. As read: the version of the data delivered, i.e. the current one once upcast.
+   */
   schemaVersion: number;
   /** When the command that produced the event was decided (ISO 8601). */
   occurredAt: string;
 };
 
 export type NewEvent = { type: string; data: Record<string, unknown> };
+
+/** What a writer says about the events it appends; the adapter adds each event's schemaVersion. */
+export type AppendMetadata = Omit<EventMetadata, 'schemaVersion'>;
 
 /**
  * A position in the global order. Postgres: commit = transaction id, prepare = global sequence;
@@ -30,16 +40,25 @@ export type NewEvent = { type: string; data: Record<string, unknown> };
 export type Position = { commit: bigint; prepare: bigint };
 export const START: Position = { commit: 0n, prepare: 0n };
 
-export type RecordedEvent = {
+/** A stored event; `Event` narrows type and data for readers that know which events they get. */
+export type RecordedEvent<Event extends DomainEvent = DomainEvent> = Event & {
   eventId: string;
-  type: string;
-  data: Record<string, unknown>;
   metadata: EventMetadata;
   streamName: string;
   /** 0-based revision of the event within its stream. */
   streamRevision: bigint;
   position: Position;
   recordedAt: string;
+  /**
+   * Set when the event could not be parsed (no schema for its type, a version newer than this code,
+   * invalid data): `data` is then as stored. Only readAll and subscriptions deliver such events.
+   */
+  unreadable?: string;
+  /**
+   * The data and metadata as stored, when reading parsed or upcast them: what the audit chain hashes,
+   * so a later upcaster never changes the hash of an event written before it.
+   */
+  stored?: { data: Record<string, unknown>; metadata: EventMetadata };
 };
 
 /** 'no_stream': the stream must not exist; 'any': no check; a bigint: the stream's current last revision. */
@@ -48,7 +67,7 @@ export type ExpectedRevision = 'no_stream' | 'any' | bigint;
 export type AppendResult = { nextExpectedRevision: bigint; position: Position };
 
 /** One stream's part of an append to several streams. */
-export type StreamAppend = { streamName: string; events: NewEvent[]; expectedRevision: ExpectedRevision; metadata: EventMetadata };
+export type StreamAppend = { streamName: string; events: NewEvent[]; expectedRevision: ExpectedRevision; metadata: AppendMetadata };
 
 /** Each stream's next expected revision, in the order given, and the position of the last event written. */
 export type MultiStreamAppendResult = { nextExpectedRevisions: bigint[]; position: Position };
@@ -66,7 +85,7 @@ export interface EventStore {
   appendToStream(
     streamName: string,
     events: NewEvent[],
-    options: { expectedRevision: ExpectedRevision; metadata: EventMetadata },
+    options: { expectedRevision: ExpectedRevision; metadata: AppendMetadata },
   ): Promise<AppendResult>;
   /**
    * Appends to several distinct streams as one write: every stream is where its caller expected and
@@ -74,15 +93,30 @@ export interface EventStore {
    * two streams together (claim an e-mail address and register its user) cannot leave half done.
    */
   appendToStreams(appends: StreamAppend[]): Promise<MultiStreamAppendResult>;
-  /** Events of one stream in revision order; an empty array when the stream does not exist. */
+  /**
+   * Events of one stream in revision order, parsed for a decider; an empty array when the stream does
+   * not exist. An event that cannot be parsed fails the read (UnreadableEventError).
+   */
   readStream(streamName: string, options?: { fromRevision?: bigint }): Promise<RecordedEvent[]>;
-  /** Events in global order, never skipping one that commits later with a lower position. */
+  /** Events in global order, never skipping one that commits later with a lower position; parsed, or flagged `unreadable`. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Catch-up subscription: delivers every event after `after` in global order, then live ones. */
   subscribeToAll(
     options: { after?: Position; tenantId?: string; onError?: (error: unknown) => void },
     onEvents: (events: RecordedEvent[]) => Promise<void>,
   ): Subscription;
+  /**
+   * Operator figures (readiness, `projections status`, rebuild progress), never a command's path. The
+   * position of the newest event (START when there is none).
+   */
+  headPosition(): Promise<Position>;
+  /**
+   * How many events lie strictly after `after` (only those of `types`, when given), counting at most
+   * `limit`: exact up to it on both adapters. Postgres counts index entries; KurrentDB has no count,
+   * so it reads the events (filtered on the server), which costs what reading them costs: keep
+   * `limit` small where it is asked often.
+   */
+  countEventsAfter(after: Position, options?: { types?: readonly string[]; limit?: number }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -139,7 +173,7 @@ export function tenantOfStream(streamName: string): string | null {
  * What every adapter checks before an append: at least one event, and metadata naming the tenant the
  * stream belongs to (so no event can land in another tenant's history). Returns that tenant.
  */
-export function assertAppendable(streamName: string, events: NewEvent[], metadata: EventMetadata): string | null {
+export function assertAppendable(streamName: string, events: NewEvent[], metadata: AppendMetadata): string | null {
   if (events.length === 0) throw new Error('appendToStream needs at least one event');
   const tenantId = tenantOfStream(streamName);
   if (tenantId !== metadata.tenantId) throw new Error(`Stream ${streamName} does not belong to tenant ${metadata.tenantId ?? '(system)'}`);

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
+import type { EventRegistry } from './schemas.ts';
 import {
   WrongExpectedRevisionError,
   START,
@@ -52,20 +53,21 @@ type EventRow = {
  * Appends events to one stream in one statement. $3 is the expected revision: -1 any, -2 the stream
  * must not exist, n >= 0 its last revision must be n. No row is inserted when the stream is not where
  * the caller expected; a writer that took the same revision first makes the insert fail on
- * events_stream_revision_unique. Both mean WrongExpectedRevisionError.
+ * events_stream_revision_unique. Both mean WrongExpectedRevisionError. Each event has its own
+ * metadata ($7), which differ in schemaVersion only.
  */
 export const APPEND_SQL = `
   WITH stream AS (SELECT max(stream_revision) AS revision FROM events WHERE stream_name = $1)
   INSERT INTO events (event_id, stream_name, stream_revision, tenant_id, type, data, metadata)
-  SELECT e.event_id, $1, coalesce(stream.revision, -1) + e.ordinality, $2, e.type, e.data, $7::jsonb
-  FROM stream, unnest($4::uuid[], $5::text[], $6::jsonb[]) WITH ORDINALITY AS e(event_id, type, data, ordinality)
+  SELECT e.event_id, $1, coalesce(stream.revision, -1) + e.ordinality, $2, e.type, e.data, e.metadata
+  FROM stream, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[]) WITH ORDINALITY AS e(event_id, type, data, metadata, ordinality)
   WHERE $3::bigint = -1 OR ($3::bigint = -2 AND stream.revision IS NULL) OR stream.revision = $3::bigint
   ORDER BY e.ordinality
   RETURNING stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text`;
 
 /**
  * APPEND_SQL for several streams at once, all or nothing: per stream $1 names, $2 tenants, $3
- * expected revisions, $4 metadata; per event, in order, $5 the 1-based index of its stream in $1, $6
+ * expected revisions; per event, in order, $4 metadata, $5 the 1-based index of its stream in $1, $6
  * its 1-based place among that stream's new events, $7 ids, $8 types, $9 data. Nothing is inserted
  * unless every stream is where its caller expected. Commands touching one stream (nearly all) keep
  * the one-stream statement: this one halved append throughput in `npm run bench -- event-store`.
@@ -74,21 +76,22 @@ export const APPEND_SQL = `
  */
 export const MULTI_STREAM_APPEND_SQL = `
   WITH streams AS (
-    SELECT s.name, s.tenant, s.expected, s.metadata, s.number,
+    SELECT s.name, s.tenant, s.expected, s.number,
       (SELECT max(stream_revision) FROM events WHERE stream_name = s.name) AS revision
-    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[]) WITH ORDINALITY AS s(name, tenant, expected, metadata, number))
+    FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS s(name, tenant, expected, number))
   INSERT INTO events (event_id, stream_name, stream_revision, tenant_id, type, data, metadata)
-  SELECT e.event_id, s.name, coalesce(s.revision, -1) + e.place, s.tenant, e.type, e.data, s.metadata
-  FROM unnest($5::int[], $6::bigint[], $7::uuid[], $8::text[], $9::jsonb[]) WITH ORDINALITY AS e(stream_number, place, event_id, type, data, ordinality)
+  SELECT e.event_id, s.name, coalesce(s.revision, -1) + e.place, s.tenant, e.type, e.data, e.metadata
+  FROM unnest($5::int[], $6::bigint[], $7::uuid[], $8::text[], $9::jsonb[], $4::jsonb[]) WITH ORDINALITY AS e(stream_number, place, event_id, type, data, metadata, ordinality)
     JOIN streams s ON s.number = e.stream_number
   WHERE (SELECT bool_and(coalesce(expected = -1 OR (expected = -2 AND revision IS NULL) OR revision = expected, false)) FROM streams)
   ORDER BY e.ordinality
   RETURNING stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text`;
 
-/** The statement and parameters appending `appends`. */
-export function appendStatement(appends: StreamAppend[]): { name: string; text: string; values: unknown[] } {
+/** The statement and parameters appending `appends`, each event validated by its schema first (InvalidEventError). */
+export function appendStatement(appends: StreamAppend[], registry: EventRegistry): { name: string; text: string; values: unknown[] } {
   if (appends.length === 1) {
-    const [{ streamName, events, expectedRevision, metadata }] = appends as [StreamAppend];
+    const [{ streamName, events: newEvents, expectedRevision, metadata }] = appends as [StreamAppend];
+    const events = newEvents.map(registry.encode);
     return {
       name: 'events.append',
       text: APPEND_SQL,
@@ -99,11 +102,13 @@ export function appendStatement(appends: StreamAppend[]): { name: string; text: 
         events.map(() => uuidv7()),
         events.map((event) => event.type),
         events.map((event) => JSON.stringify(event.data)),
-        JSON.stringify(metadata),
+        events.map((event) => JSON.stringify({ ...metadata, schemaVersion: event.schemaVersion })),
       ],
     };
   }
-  const events = appends.flatMap((append, index) => append.events.map((event, place) => ({ ...event, streamNumber: index + 1, place: place + 1 })));
+  const events = appends.flatMap((append, index) =>
+    append.events.map((event, place) => ({ ...registry.encode(event), metadata: append.metadata, streamNumber: index + 1, place: place + 1 })),
+  );
   return {
     name: 'events.append-to-streams',
     text: MULTI_STREAM_APPEND_SQL,
@@ -111,7 +116,7 @@ export function appendStatement(appends: StreamAppend[]): { name: string; text: 
       appends.map((append) => append.streamName),
       appends.map((append) => tenantOfStream(append.streamName)),
       appends.map((append) => encodeExpected(append.expectedRevision).toString()),
-      appends.map((append) => JSON.stringify(append.metadata)),
+      events.map((event) => JSON.stringify({ ...event.metadata, schemaVersion: event.schemaVersion })),
       events.map((event) => event.streamNumber),
       events.map((event) => event.place),
       events.map(() => uuidv7()),
@@ -137,7 +142,7 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
   };
 }
 
-export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications): EventStore {
+export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications, registry: EventRegistry): EventStore {
   // A page of events below the read horizon, and whether committed events wait beyond it: an older
   // transaction (in any database of the cluster) still runs, and events committed after it started
   // stay invisible until it ends, since they may have taken later positions than its own. The newest
@@ -165,7 +170,8 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
        ORDER BY page.transaction_id, page.global_position`,
       values: params,
     });
-    const events = rows[0]!.event_id === null ? [] : (rows as EventRow[]).map(toRecordedEvent);
+    // Parsed once per page: subscribers standing at the same position share the page (`shared`).
+    const events = rows[0]!.event_id === null ? [] : (rows as EventRow[]).map((row) => registry.parse(toRecordedEvent(row)));
     return { events, full: events.length === maxCount, hidden: rows[0]!.hidden };
   };
 
@@ -239,10 +245,11 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
 
   const appendToStreams = async (appends: StreamAppend[]): Promise<MultiStreamAppendResult> => {
     assertAppendableTogether(appends);
+    // Named, so each connection prepares it once.
+    const statement = appendStatement(appends, registry);
     for (let attempt = 1; ; attempt++) {
       try {
-        // Named, so each connection prepares it once.
-        const { rows } = await pool.query<{ stream_name: string; revision: string; global_position: string; transaction_id: string }>(appendStatement(appends));
+        const { rows } = await pool.query<{ stream_name: string; revision: string; global_position: string; transaction_id: string }>(statement);
         if (rows.length === 0) throw WrongExpectedRevisionError.of(appends);
         announceAppend();
         const nextRevision = new Map(rows.map((row) => [row.stream_name, BigInt(row.revision)] as const));
@@ -274,7 +281,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
         text: `SELECT ${eventColumns('events')} FROM events WHERE stream_name = $1 AND stream_revision >= $2::bigint ORDER BY events.stream_revision`,
         values: [streamName, (options.fromRevision ?? 0n).toString()],
       });
-      return rows.map(toRecordedEvent);
+      return rows.map((row) => registry.parseStrict(toRecordedEvent(row)));
     },
 
     readAll: async (options) => (await readPage(options ?? {})).events,
@@ -335,6 +342,28 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
           await loop.catch(() => {});
         },
       };
+    },
+
+    // Both count every committed event, including those still beyond the read horizon: to an operator
+    // they are waiting all the same.
+    async headPosition() {
+      const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(
+        // Ordered by the columns, not by the text output columns of the same names ('999' > '1000').
+        'SELECT transaction_id::text, global_position::text FROM events ORDER BY events.transaction_id DESC, events.global_position DESC LIMIT 1',
+      );
+      return rows[0] ? { commit: BigInt(rows[0].transaction_id), prepare: BigInt(rows[0].global_position) } : START;
+    },
+
+    async countEventsAfter(after, { types, limit } = {}) {
+      if (types?.length === 0) return 0;
+      const { rows } = await pool.query<{ count: number }>({
+        text: `SELECT count(*)::int AS count FROM (
+                 SELECT 1 FROM events
+                 WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint) ${types ? 'AND type = ANY($4::text[])' : ''}
+                 LIMIT $3) AS counted`,
+        values: [after.commit.toString(), after.prepare.toString(), limit ?? null, ...(types ? [types] : [])],
+      });
+      return rows[0]!.count;
     },
 
     async close() {

@@ -72,7 +72,7 @@ async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: s
       [{ type: 'ExportCompleted', data: exportEventSchemas.ExportCompleted.parse({ exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl }) }],
       {
         expectedRevision: 'no_stream',
-        metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+        metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, occurredAt: new Date().toISOString() },
       },
     );
   } catch (error) {

@@ -32,10 +32,10 @@ const tags = ['FHIR'];
 const JSON_FORMATS = new Set(['json', 'application/json', 'application/fhir+json']);
 const VERSIONED_EVENTS = new Set(['PatientRegistered', 'PatientUpdated', 'ClinicalResourceCreated', 'ClinicalResourceUpdated']);
 
-const id = z.string().regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id: 1 to 64 letters, digits, - and .');
+const id = z.string().max(64).regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id: 1 to 64 letters, digits, - and .');
 const typeParams = z.object({ resourceType: z.string().max(64).meta({ description: FHIR_RESOURCE_TYPES.join(', ') }) });
 const resourceParams = typeParams.extend({ id });
-const versionParams = resourceParams.extend({ versionId: z.string().regex(/^[1-9]\d{0,8}$/, 'a version number') });
+const versionParams = resourceParams.extend({ versionId: z.string().max(9).regex(/^[1-9]\d{0,8}$/, 'a version number') });
 const searchValue = z.union([z.string().max(2000), z.array(z.string().max(2000)).max(20)]);
 const searchQuery = z
   .object({
@@ -56,6 +56,8 @@ const acceptsJson = (accept: string) =>
 
 export function fhirRoutes(): RoutePlugin {
   return async (fastify, { ctx }) => {
+    // Errors raised before a route is found (a path that does not decode, headers over the limit) too.
+    fastify.errorShapesByPrefix.set('/api/fhir', fhirErrorShape);
     const base = `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}`;
     // The R4 definitions are indexed once, when the API starts (not in other roles, nor in the CLI).
     loadFhirDefinitions();

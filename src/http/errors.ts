@@ -1,10 +1,12 @@
 // One error shape for employer routes: { code, message, requestId } plus documented extra fields.
 // FHIR and SCIM routes answer in their own standard shapes (OperationOutcome, SCIM error envelope):
-// a route picks its shape with `config.errorShape`.
+// a route picks its shape with `config.errorShape`. A database that is unreachable or out of
+// connections is 503 DATABASE_UNAVAILABLE with Retry-After on every route, in the route's shape.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z, ZodError } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
 import { WrongExpectedRevisionError } from '../event-store/port.ts';
+import { isDatabaseUnavailable } from '../db/pools.ts';
 
 export const errorBodySchema = z
   .object({
@@ -17,13 +19,18 @@ export const errorBodySchema = z
   .meta({ id: 'Error', description: 'Error body of every employer route. Extra fields are documented per code (e.g. INSUFFICIENT_SCOPE carries requiredScopes and keyScopes).' });
 
 /** An error as the service understands it, before a route's shape is applied. */
-export type ServiceError = { status: number; code: string; message: string; details: Record<string, unknown> };
+export type ServiceError = { status: number; code: string; message: string; details: Record<string, unknown>; retryAfterSeconds?: number };
 
-export type ErrorShape = (error: ServiceError, request: FastifyRequest) => { body: unknown; contentType?: string };
+/** Long enough for a pool to free up or a restarting database to come back, short enough to retry soon. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** `request` is only the id when no request was parsed (a client error on the connection). */
+export type ErrorShape = (error: ServiceError, request: Pick<FastifyRequest, 'id'>) => { body: unknown; contentType?: string };
 
 export const defaultErrorShape: ErrorShape = (error, request) => ({
   body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
 });
+
 
 export function validationError(error: ZodError, where: string): DomainError {
   const errors = error.issues.map((issue) => ({
@@ -39,13 +46,18 @@ export function toServiceError(error: unknown): ServiceError {
   if (error instanceof WrongExpectedRevisionError) {
     return { status: 409, code: 'CONCURRENT_MODIFICATION', message: 'The resource was changed by another request; retry.', details: {} };
   }
+  // Not the client's mistake, and worth retrying: 503 with Retry-After, not a 500.
+  if (isDatabaseUnavailable(error)) {
+    const message = 'The database is unavailable or busy; retry after the number of seconds in Retry-After.';
+    return { status: 503, code: 'DATABASE_UNAVAILABLE', message, details: {}, retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS };
+  }
   const fastifyError = error as FastifyError;
   if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     const codes: Record<string, string> = {
       FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
-      FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
       FST_ERR_CTP_EMPTY_JSON_BODY: 'VALIDATION_ERROR',
       FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+      FST_ERR_BAD_URL: 'MALFORMED_URL',
     };
     const code = codes[fastifyError.code] ?? (fastifyError.statusCode === 404 ? 'NOT_FOUND' : 'BAD_REQUEST');
     const message = code === 'MALFORMED_JSON' || fastifyError instanceof SyntaxError ? 'The request body is not valid JSON.' : fastifyError.message;
@@ -57,6 +69,7 @@ export function toServiceError(error: unknown): ServiceError {
 export function sendServiceError(reply: FastifyReply, request: FastifyRequest, error: ServiceError, shape: ErrorShape = defaultErrorShape) {
   const { body, contentType } = shape(error, request);
   if (contentType) reply.type(contentType);
+  if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
   return reply.status(error.status).send(body);
 }
 

@@ -17,7 +17,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import type { Principal } from '../auth/principal.ts';
 import { decryptSecret, encryptSecret } from '../crypto/secret-box.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { defaultErrorShape, toServiceError, validationError, type ErrorShape } from './errors.ts';
@@ -64,7 +63,8 @@ export async function runIdempotently(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
-  principal: Principal,
+  /** Whose keys these are (the employer) and who calls (a user, an API key, a platform token). */
+  owner: { employerId: string; caller: string },
   errorShape: ErrorShape | undefined,
   execute: () => Promise<unknown>,
 ): Promise<unknown> {
@@ -73,13 +73,13 @@ export async function runIdempotently(
   const key = parsed.data[HEADER];
   if (key === undefined) return execute();
 
-  const claim = { employerId: principal.employerId, keyHash: sha256(key), claimId: randomUUID() };
+  const claim = { employerId: owner.employerId, keyHash: sha256(key), claimId: randomUUID() };
   const requestHash = sha256(canonicalJson({
     method: request.method,
     route: request.routeOptions.url,
     params: request.params ?? null,
     // Another caller of the same employer reusing a key gets 422, never this caller's response.
-    caller: principal.kind === 'session' ? `user:${principal.userId}` : `apiKey:${principal.keyId}`,
+    caller: owner.caller,
     body: request.body ?? null,
   }));
 

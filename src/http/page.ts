@@ -5,6 +5,7 @@
 // taken from another employer's list only marks a position in the caller's own.
 import { z, type ZodType } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
+import { TOKEN_MAX } from './limits.ts';
 
 /** A position in a list ordered by (created_at, id). `at` is created_at::text, exact to the microsecond. */
 export type Keyset = { at: string; id: string };
@@ -13,7 +14,7 @@ export type Keyset = { at: string; id: string };
 export function pageQuery(limits: { default: number; max: number }) {
   return z.object({
     limit: z.coerce.number().int().min(1).max(limits.max).default(limits.default).meta({ description: `Rows per page, 1 to ${limits.max}.` }),
-    cursor: z.string().max(300).optional().meta({ description: 'nextCursor of the previous page.' }),
+    cursor: z.string().max(TOKEN_MAX).optional().meta({ description: 'nextCursor of the previous page.' }),
   });
 }
 

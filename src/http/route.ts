@@ -5,9 +5,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import type { Principal, RouteAuth } from '../auth/principal.ts';
+import type { PlatformPrincipal, Principal, RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX } from './limits.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -19,14 +21,18 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   url: string;
   summary: string;
   description?: string;
+  /** Names the operation in /api/openapi (and so in generated clients); derived from method and url when absent. */
+  operationId?: string;
   tags: string[];
   auth: Auth;
   body?: Body;
+  /** The body's schema for /api/openapi only, when the handler parses the body itself (SCIM, whose refusals carry their own scimType). */
+  documentedBody?: ZodType;
   params?: Params;
   querystring?: Query;
   responses: RouteResponses;
   errorShape?: ErrorShape;
-  /** Largest request body in bytes, when the server's default (5 MiB) does not fit the route. */
+  /** Largest request body in bytes, when the server's default (BODY_LIMIT_BYTES, 1 MiB) does not fit the route. */
   bodyLimit?: number;
   /**
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
@@ -38,7 +44,7 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
       body: Infer<Body>;
       params: Infer<Params>;
       query: Infer<Query>;
-      principal: Auth extends { public: true } ? null : Principal;
+      principal: Auth extends { public: true } ? null : Auth extends { platformFamily: string } ? PlatformPrincipal : Principal;
       request: FastifyRequest;
       reply: FastifyReply;
     },
@@ -58,15 +64,35 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
     config: { auth: route.auth, errorShape: route.errorShape },
     handler: async (request, reply) => {
       const principal = await authenticate(ctx, request, reply, route.auth);
+      assertStorableInput(request.params, 'params');
+      assertStorableInput(request.query, 'query');
+      assertStorableInput(request.body, 'body');
       const params = parseInput(route.params, request.params, 'params');
       const query = parseInput(route.querystring, request.query, 'query');
       const body = parseInput(route.body, request.body, 'body');
       const execute = () => route.handler({ body, params, query, principal, request, reply } as never);
-      const result = route.idempotent && principal ? await runIdempotently(ctx, request, reply, principal, route.errorShape, execute) : await execute();
+      const result = route.idempotent && principal
+        ? await runIdempotently(ctx, request, reply, idempotencyOwner(principal, params), route.errorShape, execute)
+        : await execute();
       if (reply.sent) return reply;
       return result;
     },
   });
+}
+
+/**
+ * Idempotency keys belong to an employer: the caller's, or for a platform token (which acts for every
+ * employer) the one its route names in the path (`employerId`).
+ */
+function idempotencyOwner(principal: Principal | PlatformPrincipal, params: unknown): { employerId: string; caller: string } {
+  switch (principal.kind) {
+    case 'session':
+      return { employerId: principal.employerId, caller: `user:${principal.userId}` };
+    case 'apiKey':
+      return { employerId: principal.employerId, caller: `apiKey:${principal.keyId}` };
+    case 'platformToken':
+      return { employerId: String((params as { employerId?: unknown } | undefined)?.employerId), caller: `platformToken:${principal.tokenId}` };
+  }
 }
 
 function parseInput(schema: ZodType | undefined, value: unknown, where: string): unknown {
@@ -74,6 +100,44 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
   const parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
   if (!parsed.success) throw validationError(parsed.error, where);
   return parsed.data;
+}
+
+/**
+ * Refuses, whatever the route's schema, what no read model can hold: NUL characters (Postgres text and
+ * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
+ * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit).
+ * On every request's path: the field's path is only put together for a refusal.
+ */
+function assertStorableInput(input: unknown, where: string): void {
+  const path = [where];
+  const refuse = (message: string) => {
+    const field = path.join('.');
+    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
+  };
+  const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
+  const visit = (value: unknown, depth: number): void => {
+    if (typeof value === 'string') {
+      if (!storable(value)) refuse('must not contain NUL characters or unpaired surrogates');
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    if (depth >= JSON_DEPTH_MAX) refuse(`nested deeper than ${JSON_DEPTH_MAX} levels`);
+    if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) {
+        path.push(String(index));
+        visit(value[index], depth + 1);
+        path.pop();
+      }
+      return;
+    }
+    for (const key of Object.keys(value)) {
+      if (!storable(key)) refuse('property names must not contain NUL characters or unpaired surrogates');
+      path.push(key);
+      visit((value as Record<string, unknown>)[key], depth + 1);
+      path.pop();
+    }
+  };
+  visit(input, 0);
 }
 
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {
@@ -90,12 +154,18 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     }
   }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
-  const security = 'public' in route.auth ? [] : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+  if (route.body ?? route.documentedBody) {
+    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body)` };
+  }
+  const security = 'public' in route.auth ? []
+    : 'platformFamily' in route.auth ? [{ platformToken: [] }]
+    : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
     registry.registerPath({
       method: method.toLowerCase() as 'get',
       path: route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
+      operationId: route.operationId ?? derivedOperationId(method, route.url),
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
@@ -104,9 +174,26 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
         ...(route.idempotent ? { headers: idempotencyKeyHeaders } : {}),
-        ...(route.body ? { body: { content: { 'application/json': { schema: route.body } } } } : {}),
+        ...(route.body ?? route.documentedBody ? { body: { content: { 'application/json': { schema: (route.body ?? route.documentedBody)! } } } } : {}),
       },
       responses,
     });
   }
+}
+
+/**
+ * `GET /api/employer/webhooks/:webhookId/deliveries` -> `getEmployerWebhooksByWebhookIdDeliveries`: the
+ * method, then each path segment after /api in camel case, parameters as `By<Name>`.
+ * test/http/openapi.test.ts checks that every operation's id is unique.
+ */
+function derivedOperationId(method: string, url: string): string {
+  const words = url
+    .split('/')
+    .filter((segment, index) => segment !== '' && !(index === 1 && segment === 'api'))
+    .map((segment) => (segment.startsWith(':') ? `By${capitalise(segment.slice(1))}` : segment.split(/[^A-Za-z0-9]+/).map(capitalise).join('')));
+  return method.toLowerCase() + words.join('');
+}
+
+function capitalise(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1);
 }

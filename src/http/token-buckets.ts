@@ -2,6 +2,7 @@
 // for limits that must hold before anything touches the database. The map is bounded: the least
 // recently used buckets are dropped first.
 import type { FastifyReply } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import { DomainError } from '../event-store/decider.ts';
 
 export type TokenBucketLimit = { perSecond: number; burst: number };
@@ -16,6 +17,19 @@ export function assertAllowed(verdict: RateVerdict, reply: FastifyReply, what: s
   if (verdict.allowed) return;
   reply.header('retry-after', String(verdict.retryAfterSeconds));
   throw new DomainError(429, 'RATE_LIMITED', `${what}; retry in ${verdict.retryAfterSeconds} s.`);
+}
+
+/**
+ * The bucket key of a client address for limits per client: an IPv4 address alone (IPv4-mapped IPv6
+ * as the IPv4 address it maps), an IPv6 address by its /64, the smallest block a subscriber is
+ * given, so one client cannot multiply its allowance by rotating through 2^64 addresses.
+ */
+export function clientAddressKey(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  const parts = (address as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
 }
 
 const MAX_BUCKETS = 50_000;

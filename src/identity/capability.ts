@@ -3,9 +3,11 @@ import { identityProjection } from '../../projections/identity/projection.ts';
 import type { Capability } from '../capability.ts';
 import { sha256Hex } from '../crypto/tokens.ts';
 import { identityRoutes } from './routes.ts';
+import { identityEvents } from './events.ts';
 
 export const identityCapability: Capability = {
   name: 'identity',
+  events: identityEvents,
   routes: [identityRoutes],
   projections: [identityProjection],
   auditMappers: {
@@ -15,7 +17,7 @@ export const identityCapability: Capability = {
   // Sessions are this capability's; authentication (core) asks it through the context.
   setup: async (ctx) => {
     ctx.sessionLookup = async (sessionSecret) => {
-      const session = await findActiveSession(ctx.db.slonik, sha256Hex(sessionSecret));
+      const session = await findActiveSession(ctx.db.pg, sha256Hex(sessionSecret));
       return session && { sessionId: session.session_id, employerId: session.employer_id, userId: session.user_id, role: session.role };
     };
   },

@@ -1,12 +1,26 @@
 // Events of sign-in tokens (src/identity/signin-token.ts) and sessions (src/identity/session.ts), which
 // the identity read model (projections/identity/) applies.
-import type { DomainEvent } from '../event-store/decider.ts';
+import { z } from 'zod';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
-export type SignInTokenIssued = DomainEvent<'SignInTokenIssued', { tokenId: string; userId: string; tokenHash: string; expiresAt: string; via: 'cli' | 'saml' }>;
-export type SignInTokenRedeemed = DomainEvent<'SignInTokenRedeemed', { tokenId: string; userId: string; sessionId: string }>;
-export type SignInTokenEvent = SignInTokenIssued | SignInTokenRedeemed;
+const signInTokenIssued = eventSchema('SignInTokenIssued', z.object({
+  tokenId: z.string(),
+  userId: z.string(),
+  tokenHash: z.string(),
+  expiresAt: z.string(),
+  via: z.enum(['cli', 'saml']),
+}));
+const signInTokenRedeemed = eventSchema('SignInTokenRedeemed', z.object({ tokenId: z.string(), userId: z.string(), sessionId: z.string() }));
 
-export type SessionEndReason = 'logout' | 'user_deactivated';
-export type SessionStarted = DomainEvent<'SessionStarted', { sessionId: string; userId: string; sessionHash: string; expiresAt: string }>;
-export type SessionEnded = DomainEvent<'SessionEnded', { sessionId: string; userId: string; reason: SessionEndReason }>;
-export type SessionEvent = SessionStarted | SessionEnded;
+export const SESSION_END_REASONS = ['logout', 'user_deactivated'] as const;
+export type SessionEndReason = (typeof SESSION_END_REASONS)[number];
+
+const sessionStarted = eventSchema('SessionStarted', z.object({ sessionId: z.string(), userId: z.string(), sessionHash: z.string(), expiresAt: z.string() }));
+const sessionEnded = eventSchema('SessionEnded', z.object({ sessionId: z.string(), userId: z.string(), reason: z.enum(SESSION_END_REASONS) }));
+
+const signInTokenEvents = [signInTokenIssued, signInTokenRedeemed] as const;
+const sessionEvents = [sessionStarted, sessionEnded] as const;
+export const identityEvents = [...signInTokenEvents, ...sessionEvents] as const;
+
+export type SignInTokenEvent = EventOf<(typeof signInTokenEvents)[number]>;
+export type SessionEvent = EventOf<(typeof sessionEvents)[number]>;

@@ -5,6 +5,8 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf, ROLES } from '../auth/principal.ts';
 import { SESSION_COOKIE } from '../auth/authenticate.ts';
 import { defineRoute } from '../http/route.ts';
+import { normaliseReturnTo } from '../sso/return-to.ts';
+import { TOKEN_MAX, URL_MAX } from '../http/limits.ts';
 import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
 import { findActiveSessionById } from '../../projections/identity/queries.ts';
 
@@ -24,10 +26,11 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
     method: 'GET',
     url: SIGNIN_PATH,
     summary: 'Exchange a one-time sign-in token for a session cookie',
-    description: 'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` (a path) or `/api/auth/session`.',
+    description:
+      'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` when the URL parser resolves it, against the public base URL, to a path on this service; otherwise (another origin, `//host`, `/\\host`, control characters, a scheme) to `/api/auth/session`.',
     tags: ['Identity'],
     auth: { public: true },
-    querystring: z.object({ token: z.string().min(1).max(200), next: z.string().regex(/^\/(?!\/)/, 'must be a path on this service').optional() }),
+    querystring: z.object({ token: z.string().min(1).max(TOKEN_MAX), next: z.string().max(URL_MAX).optional() }),
     responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
     handler: async ({ query, reply }) => {
       const session = await redeemSignInToken(ctx, { token: query.token });
@@ -38,7 +41,9 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
         path: '/',
         expires: new Date(session.expiresAt),
       });
-      return reply.redirect(query.next ?? '/api/auth/session', 302);
+      // Resolved as a browser would resolve it, so '/\\evil.example' or '//evil.example' is no open redirect.
+      const next = query.next === undefined ? null : normaliseReturnTo(query.next, { PUBLIC_BASE_URL: ctx.config.PUBLIC_BASE_URL, RETURN_TO_ALLOWED_ORIGINS: '' });
+      return reply.redirect(next ?? '/api/auth/session', 302);
     },
   });
 

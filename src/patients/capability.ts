@@ -4,10 +4,12 @@ import { patientsProjection } from '../../projections/patients/projection.ts';
 import type { Capability } from '../capability.ts';
 import { fhirRoutes } from '../fhir/routes.ts';
 import { patientAuditMappers } from './audit.ts';
+import { patientEvents } from './events.ts';
 import { patientRoutes } from './routes.ts';
 
 export const patientsCapability: Capability = {
   name: 'patients',
+  events: patientEvents,
   routes: [patientRoutes(), fhirRoutes()],
   projections: [patientsProjection],
   keyedProjections: (encryptionKey) => [fhirResourcesProjection(encryptionKey)],

@@ -9,7 +9,7 @@ import type { AppContext } from '../app-context.ts';
 import { createDataKeys, dataKey, dataKeys, destroyDataKey, emailBlindIndex, PersonalDataErasedError, sealPersonal } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
 import { employerOf, handleCommands, type CommandContext, type StreamCommand } from '../event-store/command-handler.ts';
-import { tenantStream, WrongExpectedRevisionError, type EventMetadata, type StreamAppend } from '../event-store/port.ts';
+import { tenantStream, WrongExpectedRevisionError, type AppendMetadata, type StreamAppend } from '../event-store/port.ts';
 import { fhirError } from '../fhir/outcome.ts';
 import { contentOf } from '../fhir/resource.ts';
 import { patientEmails, type FhirJson, type FhirResourceType } from '../fhir/search-parameters.ts';
@@ -113,13 +113,12 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
   }
 }
 
-function eventMetadata(context: CommandContext): EventMetadata {
+function eventMetadata(context: CommandContext): AppendMetadata {
   return {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId ?? randomUUID(),
     causationId: context.causationId ?? null,
-    schemaVersion: 1,
     occurredAt: new Date().toISOString(),
   };
 }

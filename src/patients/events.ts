@@ -1,6 +1,6 @@
 // Events of patients (src/patients/patient.ts), their e-mail claims (src/patients/email-claim.ts),
 // their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads. Written as zod
-// schemas of each event's data, the types inferred: the coordinator registers `patientEventSchemas`
+// schemas of each event's data, the types inferred; `patientEvents` is what the capability registers
 // with the event store's schema registry (all at version 1).
 //
 // No event holds personal or health data in clear: `sealed` is the FHIR resource (without id and
@@ -8,6 +8,7 @@
 // it from every copy of the log. E-mails appear only as their keyed blind index.
 import { z } from 'zod';
 import type { DomainEvent } from '../event-store/decider.ts';
+import { eventSchema } from '../event-store/schemas.ts';
 
 /** AES-256-GCM ciphertext under a person's data key: `v1.<iv>.<tag>.<ciphertext>`. */
 const sealed = z.string().max(2_000_000);
@@ -45,6 +46,8 @@ export type CohortUploaded = EventFor<'CohortUploaded'>;
 export type PatientsCapabilityEvent = PatientEvent | EmailClaimEvent | ClinicalResourceEvent | CohortUploaded;
 
 export const PATIENT_EVENT_TYPES = Object.keys(patientEventSchemas) as (keyof Schemas)[];
+
+export const patientEvents = Object.entries(patientEventSchemas).map(([type, data]) => eventSchema(type, data));
 
 /** Where a sealed resource belongs: the associated data it is sealed with, so it opens nowhere else. */
 export const sealContext = (employerId: string, resourceType: string, resourceId: string) => `${employerId}/${resourceType}/${resourceId}`;

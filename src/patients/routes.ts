@@ -74,6 +74,7 @@ export function patientRoutes(): RoutePlugin {
       // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely here.
       body: z.object({
         patients: z.array(z.unknown()).min(1).meta({
+          maxItems: MAX_COHORT_ROWS, // past it: 413 COHORT_TOO_LARGE (the handler), not a validation error
           description: '{ email, firstName, lastName, birthDate? (YYYY-MM-DD), externalId?, phone? } each; names up to 100 characters, e-mail up to 254.',
         }),
       }),

@@ -1,6 +1,7 @@
 // The SCIM attributes this service keeps for users and groups (SPEC 2.5), the zod schemas that read
 // them from POST/PUT bodies and PATCH results, and the `attributes`/`excludedAttributes` selection.
 import { z } from 'zod';
+import { EMAIL_MAX, CODE_MAX, ID_MAX, NAME_MAX, SCIM_EMAILS_MAX, SCIM_GROUP_MEMBERS_MAX, SCIM_TEXT_MAX } from '../http/limits.ts';
 import { ScimError } from './errors.ts';
 
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -29,18 +30,20 @@ export function toScimBoolean(value: unknown): unknown {
 export const scimBooleanSchema = z.preprocess(toScimBoolean, z.boolean());
 
 /** An absent optional attribute may arrive as null (a cleared value); it is then unassigned. */
-const optionalString = z
-  .string()
-  .nullish()
-  .transform((value) => value ?? undefined);
+const optionalString = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .nullish()
+    .transform((value) => value ?? undefined);
 
 const emailSchema = z.object({
-  value: z.string().trim().min(1),
-  type: optionalString,
+  value: z.string().trim().min(1).max(EMAIL_MAX),
+  type: optionalString(CODE_MAX),
   primary: scimBooleanSchema.optional(),
 });
 
-const nameSchema = z.object({ givenName: optionalString, familyName: optionalString });
+const nameSchema = z.object({ givenName: optionalString(NAME_MAX), familyName: optionalString(NAME_MAX) });
 
 /**
  * A User from a POST or PUT body (Okta, Entra ID) or a PATCH result. Attributes the service does not
@@ -48,16 +51,16 @@ const nameSchema = z.object({ givenName: optionalString, familyName: optionalStr
  */
 export const scimUserSchema = z
   .object({
-    userName: z.string().trim().min(1),
-    externalId: optionalString,
+    userName: z.string().trim().min(1).max(SCIM_TEXT_MAX),
+    externalId: optionalString(SCIM_TEXT_MAX),
     active: scimBooleanSchema.default(true),
-    displayName: optionalString,
+    displayName: optionalString(SCIM_TEXT_MAX),
     name: nameSchema.nullish().transform((value) => value ?? undefined),
     // An e-mail whose value was removed (PATCH remove emails[type eq "work"].value) is no e-mail.
     emails: z
       .preprocess(
         (emails) => (Array.isArray(emails) ? emails.filter((email) => typeof email?.value === 'string') : emails),
-        z.array(emailSchema),
+        z.array(emailSchema).max(SCIM_EMAILS_MAX),
       )
       .nullish()
       .transform((value) => value ?? []),
@@ -67,10 +70,11 @@ export const scimUserSchema = z
 /** A Group from a POST or PUT body or a PATCH result; members keep only their value (the user id). */
 export const scimGroupSchema = z
   .object({
-    displayName: z.string().trim().min(1),
-    externalId: optionalString,
+    displayName: z.string().trim().min(1).max(SCIM_TEXT_MAX),
+    externalId: optionalString(SCIM_TEXT_MAX),
     members: z
-      .array(z.object({ value: z.string().trim().min(1) }))
+      .array(z.object({ value: z.string().trim().min(1).max(ID_MAX) }))
+      .max(SCIM_GROUP_MEMBERS_MAX)
       .nullish()
       .transform((members) => uniqueMembers(members ?? [])),
   })

@@ -4,6 +4,7 @@ import { scimGroupsProjection } from '../../projections/scim-groups/projection.t
 import type { Capability } from '../capability.ts';
 import { createScimRateLimiter, type Clock, type ScimRateLimits } from './rate-limit.ts';
 import { scimRoutes } from './routes.ts';
+import { groupEvents } from './events.ts';
 
 /** Limits and clock are options so that tests can freeze time and benchmarks can lift the limits. */
 export function createScimCapability(options: { rateLimits?: ScimRateLimits; clock?: Clock } = {}): Capability {
@@ -13,6 +14,7 @@ export function createScimCapability(options: { rateLimits?: ScimRateLimits; clo
   });
   return {
     name: 'scim',
+    events: groupEvents,
     routes: [scimRoutes(limiter)],
     projections: [scimGroupsProjection],
     auditMappers: {

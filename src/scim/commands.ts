@@ -4,19 +4,18 @@
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
 import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/scim-groups/queries.ts';
-import { registeredUserRow } from '../../projections/tenants/rows.ts';
+import { registeredUserRow, scimEmails } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
-import { revokeKeysCreatedBy } from '../api-keys/commands.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
-import { deleteUser, registerUser, setUserActive, updateUserProfile } from '../tenants/commands.ts';
+import { changeUser, registerUser, type ExistingUser, type UserTarget } from '../tenants/commands.ts';
 import type { UserProfile } from '../tenants/events.ts';
-import { userStream } from '../tenants/user.ts';
 import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';
 import type { ScimWriter } from './read-your-writes.ts';
+import { scimUserDoc } from './resources.ts';
 
 /** Who is calling: the employer and id of the SCIM token that authenticated the request. */
 export type ScimCaller = { employerId: string; tokenId: string };
@@ -45,48 +44,59 @@ export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, cal
   return registeredUserRow(registered.event.data, { occurredAt: registered.occurredAt, revision: 0n });
 }
 
+/** If-Match as a condition on the stream's revision (RFC 7644 section 3.14); absent: any revision. */
+export type IfMatch = ((revision: bigint) => boolean) | undefined;
+
 /**
- * PUT, or PATCH once applied: brings the user to `doc`. Deactivation (active false) also revokes the
- * API keys the user created and ends the user's sessions.
+ * PUT or PATCH: `change` turns the user's document, as the user's stream holds it, into the wanted one.
+ * One append writes all of it or nothing (profile, active flag, e-mail claims and, on deactivation,
+ * the revocation of every API key the user created), at the revision the document was read at and
+ * If-Match names (else 412). Deactivation also ends the user's sessions.
  */
-export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, current: ScimUserRow, doc: ScimUserDoc): Promise<void> {
-  const context = contextOf(caller);
-  if (doc.userName.toLowerCase() !== current.user_name.toLowerCase()) await assertUserNameFree(ctx, caller.employerId, doc.userName, current.id);
-  const profile = profileOf(doc);
-  const currentProfile: UserProfile = {
-    email: current.email,
-    userName: current.user_name,
-    givenName: current.given_name,
-    familyName: current.family_name,
-    displayName: current.display_name,
-    externalId: current.external_id,
-    emails: current.emails,
-  };
-  await withScimErrors(() => updateUserProfile(writer.deps, context, caller.employerId, current.id, currentProfile, profile));
-  if (doc.active && !current.active) await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, current.id, true));
-  if (!doc.active) {
-    await withScimErrors(() => setUserActive(writer.deps, context, caller.employerId, current.id, false));
-    await endAccess(ctx, caller, current.id);
-  }
-  await writer.awaitStream(userStream(caller.employerId, current.id));
+export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, ifMatch: IfMatch, change: (doc: ScimUserDoc) => ScimUserDoc): Promise<void> {
+  await writeScimUser(ctx, writer, caller, userId, ifMatch, async (user) => {
+    const doc = change(scimDocOf(user));
+    if (doc.userName.toLowerCase() !== user.profile.userName.toLowerCase()) await assertUserNameFree(ctx, caller.employerId, doc.userName, userId);
+    return { profile: profileOf(doc), active: doc.active };
+  });
 }
 
 /** DELETE /Users/{id}: deactivated, hidden from SCIM (404 from now on) and its e-mail freed, but kept. */
-export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, current: ScimUserRow): Promise<void> {
-  await withScimErrors(() => deleteUser(writer.deps, contextOf(caller), caller.employerId, current.id, current.email));
-  await endAccess(ctx, caller, current.id);
-  await writer.awaitStream(userStream(caller.employerId, current.id));
+export async function deleteScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, ifMatch: IfMatch): Promise<void> {
+  await writeScimUser(ctx, writer, caller, userId, ifMatch, () => ({ delete: true }));
 }
 
-/**
- * A deactivated user's API keys are revoked and sessions ended, through their own capabilities'
- * commands, also when the user was already inactive: a key or session left over by a failed earlier
- * attempt goes now.
- */
-async function endAccess(ctx: AppContext, caller: ScimCaller, userId: string) {
+async function writeScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, ifMatch: IfMatch, target: (user: ExistingUser) => Promise<UserTarget> | UserTarget) {
   const context = contextOf(caller);
-  await revokeKeysCreatedBy(ctx, context, { userId });
-  await endUserSessions(ctx, context, { userId });
+  let deactivated = false;
+  const { position, revokedKeyHashes } = await withScimErrors(() =>
+    changeUser(writer.deps, context, caller.employerId, userId, async (user) => {
+      // Deleted through SCIM: gone as far as SCIM is concerned.
+      if (user.scimDeleted) throw new ScimError(404, null, `User ${userId} not found.`);
+      const wanted = await target(user);
+      deactivated = 'delete' in wanted || !wanted.active;
+      return wanted;
+    }, ifMatch),
+  );
+  for (const keyHash of revokedKeyHashes) ctx.apiKeyPipeline?.invalidate(keyHash);
+  // Sessions are ended also when the user was already inactive: one left over by a failed earlier attempt goes now.
+  if (deactivated) await endUserSessions(ctx, context, { userId });
+  // A deactivation also waits for api-keys, which marks the user's keys revoked and refused.
+  if (position) await writer.awaitReadModels(position, deactivated ? ['api-keys'] : []);
+}
+
+/** The user's SCIM document from its stream's state (as the users read model shows it). */
+function scimDocOf(user: ExistingUser): ScimUserDoc {
+  const { profile } = user;
+  return scimUserDoc({
+    user_name: profile.userName,
+    external_id: profile.externalId,
+    active: user.status === 'active',
+    display_name: profile.displayName,
+    given_name: profile.givenName,
+    family_name: profile.familyName,
+    emails: scimEmails(profile.emails, profile.email),
+  });
 }
 
 /** POST /Groups. Returns the new group's id. */
@@ -105,8 +115,11 @@ export async function createScimGroup(ctx: AppContext, writer: ScimWriter, calle
   return groupId;
 }
 
-/** PUT, or PATCH once applied: brings the group from `before` to `after` by member deltas. */
-export async function updateScimGroup(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, groupId: string, before: ScimGroupDoc, after: ScimGroupDoc): Promise<void> {
+/**
+ * PUT, or PATCH once applied: brings the group from `before` to `after` by member deltas, in one
+ * append; If-Match is checked against the group's stream (412 when it has moved on).
+ */
+export async function updateScimGroup(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, groupId: string, before: ScimGroupDoc, after: ScimGroupDoc, ifMatch: IfMatch): Promise<void> {
   const previous = new Set(before.members.map((member) => member.value));
   const next = new Set(after.members.map((member) => member.value));
   const addMembers = [...next].filter((id) => !previous.has(id));
@@ -117,16 +130,16 @@ export async function updateScimGroup(ctx: AppContext, writer: ScimWriter, calle
     externalId: after.externalId ?? null,
     addMembers,
     removeMembers: [...previous].filter((id) => !next.has(id)),
-  });
+  }, ifMatch);
 }
 
-export async function deleteScimGroup(writer: ScimWriter, caller: ScimCaller, groupId: string): Promise<void> {
-  await runGroupCommand(writer, caller, groupId, { type: 'DeleteGroup' });
+export async function deleteScimGroup(writer: ScimWriter, caller: ScimCaller, groupId: string, ifMatch: IfMatch): Promise<void> {
+  await runGroupCommand(writer, caller, groupId, { type: 'DeleteGroup' }, ifMatch);
 }
 
-async function runGroupCommand(writer: ScimWriter, caller: ScimCaller, groupId: string, command: GroupCommand) {
+async function runGroupCommand(writer: ScimWriter, caller: ScimCaller, groupId: string, command: GroupCommand, ifMatch?: IfMatch) {
   const { position } = await withScimErrors(() =>
-    handleCommand(writer.deps, { streamName: groupStream(caller.employerId, groupId), decider: groupDecider, command, context: contextOf(caller) }),
+    handleCommand(writer.deps, { streamName: groupStream(caller.employerId, groupId), decider: groupDecider, command, context: contextOf(caller), precondition: ifMatch }),
   );
   if (position) await writer.awaitReadModels(position);
 }
@@ -185,6 +198,7 @@ async function withScimErrors<T>(action: () => Promise<T>): Promise<T> {
       if (error.code === 'EMAIL_TAKEN') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in this employer.');
       if (error.code === 'EMAIL_TAKEN_ELSEWHERE') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in another employer.');
       if (error.status === 404) throw new ScimError(404, null, 'The resource was not found.');
+      if (error.status === 412) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
     }
     throw error;
   }

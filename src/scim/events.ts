@@ -1,11 +1,25 @@
 // Events of the SCIM group aggregate (src/scim/group.ts), applied by projections/scim-groups/.
-import type { DomainEvent } from '../event-store/decider.ts';
+import { z } from 'zod';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
-export type GroupCreated = DomainEvent<'GroupCreated', { groupId: string; employerId: string; displayName: string; externalId: string | null; members: string[] }>;
+const groupCreated = eventSchema('GroupCreated', z.object({
+  groupId: z.string(),
+  employerId: z.string(),
+  displayName: z.string(),
+  externalId: z.string().nullable(),
+  members: z.array(z.string()),
+}));
 /** Only the attributes that changed. */
-export type GroupAttributesChanged = DomainEvent<'GroupAttributesChanged', { groupId: string; changes: { displayName?: string; externalId?: string | null } }>;
-export type GroupMembersAdded = DomainEvent<'GroupMembersAdded', { groupId: string; userIds: string[] }>;
-export type GroupMembersRemoved = DomainEvent<'GroupMembersRemoved', { groupId: string; userIds: string[] }>;
+const groupAttributesChanged = eventSchema('GroupAttributesChanged', z.object({
+  groupId: z.string(),
+  changes: z.object({ displayName: z.string().optional(), externalId: z.string().nullable().optional() }),
+}));
+const groupMembersAdded = eventSchema('GroupMembersAdded', z.object({ groupId: z.string(), userIds: z.array(z.string()) }));
+const groupMembersRemoved = eventSchema('GroupMembersRemoved', z.object({ groupId: z.string(), userIds: z.array(z.string()) }));
 /** The group and its memberships are gone; its id answers 404 from now on. */
-export type GroupDeleted = DomainEvent<'GroupDeleted', { groupId: string }>;
-export type GroupEvent = GroupCreated | GroupAttributesChanged | GroupMembersAdded | GroupMembersRemoved | GroupDeleted;
+const groupDeleted = eventSchema('GroupDeleted', z.object({ groupId: z.string() }));
+
+export const groupEvents = [groupCreated, groupAttributesChanged, groupMembersAdded, groupMembersRemoved, groupDeleted] as const;
+
+export type GroupAttributesChanged = EventOf<typeof groupAttributesChanged>;
+export type GroupEvent = EventOf<(typeof groupEvents)[number]>;

@@ -12,6 +12,7 @@ import {
   type ScimGroupDoc,
   type ScimUserDoc,
 } from './attributes.ts';
+import { CODE_MAX, SCIM_PATCH_SCHEMAS_MAX, SCIM_PATH_MAX, URL_MAX } from '../http/limits.ts';
 import { ScimError } from './errors.ts';
 
 export const SCIM_PATCH_OP_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
@@ -23,11 +24,11 @@ export const MAX_PATCH_OPERATIONS = 1000;
 export type ScimPatchOperation = { op: 'add' | 'replace' | 'remove'; path: string; value?: unknown };
 
 export const scimPatchRequestSchema = z.object({
-  schemas: z.array(z.string()).refine((schemas) => schemas.includes(SCIM_PATCH_OP_SCHEMA), {
+  schemas: z.array(z.string().max(URL_MAX)).max(SCIM_PATCH_SCHEMAS_MAX).refine((schemas) => schemas.includes(SCIM_PATCH_OP_SCHEMA), {
     message: `schemas must contain ${SCIM_PATCH_OP_SCHEMA}`,
   }),
   Operations: z
-    .array(z.object({ op: z.string(), path: z.string().optional(), value: z.unknown().optional() }).loose())
+    .array(z.object({ op: z.string().max(CODE_MAX), path: z.string().max(SCIM_PATH_MAX).optional(), value: z.unknown().optional() }).loose())
     .min(1)
     .max(MAX_PATCH_OPERATIONS),
 });
@@ -37,7 +38,9 @@ export function normalisePatchRequest(body: unknown): ScimPatchOperation[] {
   const parsed = scimPatchRequestSchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ScimError(400, 'invalidSyntax', `Not a SCIM PatchOp request: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim());
+    // A bound passed (too many operations, a path too long) is a bad value; anything else a bad structure.
+    const scimType = issue?.code === 'too_big' ? 'invalidValue' : 'invalidSyntax';
+    throw new ScimError(400, scimType, `Not a SCIM PatchOp request: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim());
   }
   return parsed.data.Operations.flatMap((operation) => normaliseOperation(operation));
 }

@@ -5,13 +5,13 @@
 //   per-employer limit. Default 50 requests/s sustained, bursts of 100: twice the 25 requests/s per
 //   tenant that Entra ID's gallery asks a SCIM endpoint to allow.
 // - per client address, for failed authentications only (missing, malformed, unknown or rotated-away
-//   token). Default 5/s sustained, bursts of 50. Successful requests do not draw on it: Okta and
+//   token; an IPv6 address counts by its /64). Default 5/s sustained, bursts of 50. Successful requests do not draw on it: Okta and
 //   Entra ID call from shared addresses on behalf of many tenants, which must not throttle each other.
 //
 // Buckets live in the memory of each API process: with N processes the ceiling is N times these
 // numbers (see src/http/token-buckets.ts).
 import { sha256Hex } from '../crypto/tokens.ts';
-import { createTokenBuckets, type Clock, type RateVerdict, type TokenBucketLimit } from '../http/token-buckets.ts';
+import { clientAddressKey, createTokenBuckets, type Clock, type RateVerdict, type TokenBucketLimit } from '../http/token-buckets.ts';
 
 export type { Clock } from '../http/token-buckets.ts';
 export type ScimRateLimits = { perToken: TokenBucketLimit; failedAuthPerAddress: TokenBucketLimit };
@@ -34,13 +34,13 @@ export function createScimRateLimiter(options: { limits?: ScimRateLimits; clock?
   const failures = createTokenBuckets(limits.failedAuthPerAddress, options.clock);
   return {
     admit(clientAddress, bearerToken) {
-      const failureVerdict = failures.peek(clientAddress);
+      const failureVerdict = failures.peek(clientAddressKey(clientAddress));
       if (!failureVerdict.allowed) return failureVerdict;
       // A request without a token is held back by its address's failure allowance alone.
       return bearerToken === null ? { allowed: true } : perToken.take(sha256Hex(bearerToken));
     },
     recordFailedAuthentication(clientAddress) {
-      failures.take(clientAddress);
+      failures.take(clientAddressKey(clientAddress));
     },
   };
 }

@@ -1,7 +1,7 @@
 // IdPs read right after they write (Okta POSTs a user, then GETs or PATCHes it), so a SCIM request
 // answers only once the read models SCIM reads (users, groups, and the audit log) hold its writes.
-// A request may run several commands (deactivation revokes keys, ends sessions): it waits once, at
-// its last event, instead of after each command.
+// A request may run several commands (deactivation ends sessions): it waits once, at its last
+// event, instead of after each command.
 import type { AppContext } from '../app-context.ts';
 import type { CommandDeps } from '../event-store/command-handler.ts';
 import type { Position } from '../event-store/port.ts';
@@ -9,24 +9,22 @@ import type { Position } from '../event-store/port.ts';
 export type ScimWriter = {
   /** For handleCommand and the tenants commands: appends without waiting for read models. */
   deps: CommandDeps;
-  /** Resolves once users, groups and the audit log have applied events up to `position` (bounded wait). */
-  awaitReadModels(position: Position): Promise<void>;
-  /** The same for the last event of one stream (after commands that do not report their position). */
-  awaitStream(streamName: string): Promise<void>;
+  /**
+   * Resolves once users, groups and the audit log (and `alsoReadModels`, e.g. api-keys after a
+   * deactivation revoked keys) have applied events up to `position` (bounded wait).
+   */
+  awaitReadModels(position: Position, alsoReadModels?: readonly string[]): Promise<void>;
 };
 
 export const SCIM_READ_MODELS = ['tenants', 'scim-groups', 'audit'];
 
 export function createScimWriter(ctx: AppContext): ScimWriter {
-  const awaitReadModels = async (position: Position) => {
-    if (!(await ctx.waitForReadModels(position, SCIM_READ_MODELS))) ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');
-  };
   return {
     deps: { eventStore: ctx.eventStore, waitForProjections: async () => {} },
-    awaitReadModels,
-    async awaitStream(streamName) {
-      const last = (await ctx.eventStore.readStream(streamName)).at(-1);
-      if (last) await awaitReadModels(last.position);
+    async awaitReadModels(position, alsoReadModels = []) {
+      if (!(await ctx.waitForReadModels(position, [...SCIM_READ_MODELS, ...alsoReadModels]))) {
+        ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');
+      }
     },
   };
 }

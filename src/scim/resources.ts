@@ -39,7 +39,8 @@ export function etagOf(version: number): string {
   return `W/"${version}"`;
 }
 
-export function scimUserDoc(row: ScimUserRow): ScimUserDoc {
+/** The SCIM document of a user: from a `users` row, or from the user's stream (src/scim/commands.ts). */
+export function scimUserDoc(row: Pick<ScimUserRow, 'user_name' | 'external_id' | 'active' | 'display_name' | 'given_name' | 'family_name' | 'emails'>): ScimUserDoc {
   const name = withoutNulls({ givenName: row.given_name, familyName: row.family_name });
   return withoutNulls({
     userName: row.user_name,

@@ -7,10 +7,11 @@ import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed } from '../http/token-buckets.ts';
 import type { ErrorShape, ServiceError } from '../http/errors.ts';
+import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { findEmployerByScimToken } from '../sso/scim-token.ts';
-import { parseScimGroup, parseScimUser, selectAttributes } from './attributes.ts';
+import { parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
 import {
   createScimGroup,
   deleteScimGroup,
@@ -18,11 +19,12 @@ import {
   provisionScimUser,
   updateScimGroup,
   updateScimUser,
+  type IfMatch,
   type ScimCaller,
 } from './commands.ts';
 import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse, SCIM_MAX_RESULTS } from './discovery.ts';
 import { ScimError, toScimErrorBody, type ScimErrorType } from './errors.ts';
-import { applyGroupPatch, applyUserPatch } from './patch.ts';
+import { applyGroupPatch, applyUserPatch, scimPatchRequestSchema } from './patch.ts';
 import {
   findScimGroup,
   findScimUser,
@@ -41,7 +43,6 @@ import {
   GROUP_FILTER_ATTRIBUTES,
   scimGroupDoc,
   scimGroupResource,
-  scimUserDoc,
   scimUserResource,
   USER_FILTER_ATTRIBUTES,
 } from './resources.ts';
@@ -78,12 +79,13 @@ function asServiceError(error: unknown): unknown {
 const listQuery = z.object({
   filter: z
     .string()
+    .max(SCIM_QUERY_MAX)
     .optional()
     .transform((filter) => (filter?.trim() ? filter : undefined)),
   startIndex: z.coerce.number().int().default(1),
   count: z.coerce.number().int().default(SCIM_MAX_RESULTS),
-  attributes: z.string().optional(),
-  excludedAttributes: z.string().optional(),
+  attributes: z.string().max(SCIM_QUERY_MAX).optional(),
+  excludedAttributes: z.string().max(SCIM_QUERY_MAX).optional(),
 });
 /** A list request as the read-model query takes it: the filter translated to SQL, the count capped. */
 function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttributeMap): ListQuery {
@@ -94,13 +96,16 @@ function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttrib
   };
 }
 const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
-const userParams = z.object({ userId: z.string().min(1) });
-const groupParams = z.object({ groupId: z.string().min(1) });
+const userParams = z.object({ userId: z.string().min(1).max(ID_MAX) });
+const groupParams = z.object({ groupId: z.string().min(1).max(ID_MAX) });
+/** ResourceTypes and Schemas are named by id or schema URN. */
+const discoveryParams = z.object({ id: z.string().max(URL_MAX) });
 
 export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
   return async (fastify, { ctx }) => {
     // Okta's test suite posts plain JSON; RFC 7644 clients send application/scim+json.
     fastify.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    fastify.errorShapesByPrefix.set(SCIM_PATH, scimErrorShape);
     fastify.addHook('onRequest', async (request, reply) => {
       request.scimCaller = await authenticateScim(ctx, limiter, request, reply);
     });
@@ -143,7 +148,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'GET',
       url: '/ResourceTypes/:id',
       summary: 'One resource type',
-      params: z.object({ id: z.string() }),
+      params: discoveryParams,
       handler: async ({ params, reply }) => send(reply, 200, findDocument(buildResourceTypes(baseUrl), params.id, 'resource type')),
     });
     route({
@@ -156,7 +161,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'GET',
       url: '/Schemas/:id',
       summary: 'One schema, by its URN',
-      params: z.object({ id: z.string() }),
+      params: discoveryParams,
       handler: async ({ params, reply }) => send(reply, 200, findDocument(buildSchemas(baseUrl), params.id, 'schema')),
     });
 
@@ -170,12 +175,6 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       const row = await findScimUser(ctx.db.slonik, caller.employerId, userId);
       if (!row) throw notFound('User', userId);
       return sendUser(reply, status, row, selection);
-    };
-    const currentUser = async (request: FastifyRequest, userId: string) => {
-      const row = await findScimUser(ctx.db.slonik, callerOf(request).employerId, userId);
-      if (!row) throw notFound('User', userId);
-      assertIfMatch(request, row.version);
-      return row;
     };
 
     route({
@@ -193,6 +192,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'POST',
       url: '/Users',
       summary: 'Provision a PATIENT user (e-mail unique across employers, userName unique in the employer)',
+      documentedBody: scimUserSchema,
       querystring: selectionQuery,
       responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
@@ -211,11 +211,11 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PUT',
       url: '/Users/:userId',
       summary: 'Replace a user (Okta); active false deactivates',
+      documentedBody: scimUserSchema,
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
-        const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, writer, callerOf(request), current, parseScimUser(request.body));
+        await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), () => parseScimUser(request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -223,11 +223,11 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PATCH',
       url: '/Users/:userId',
       summary: "Patch a user in Okta's or Entra ID's dialect; active false deactivates",
+      documentedBody: scimPatchRequestSchema,
       params: userParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
-        const current = await currentUser(request, params.userId);
-        await updateScimUser(ctx, writer, callerOf(request), current, applyUserPatch(scimUserDoc(current), request.body));
+        await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), (doc) => applyUserPatch(doc, request.body));
         return userResponse(reply, 200, callerOf(request), params.userId, query);
       },
     });
@@ -238,7 +238,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       params: userParams,
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
-        await deleteScimUser(ctx, writer, callerOf(request), await currentUser(request, params.userId));
+        await deleteScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request));
         return reply.status(204).send();
       },
     });
@@ -261,7 +261,6 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       const caller = callerOf(request);
       const row = await findScimGroup(ctx.db.slonik, caller.employerId, groupId);
       if (!row) throw notFound('Group', groupId);
-      assertIfMatch(request, row.version);
       const members = (await groupMembers(ctx.db.slonik, caller.employerId, [row.id])).get(row.id) ?? [];
       return scimGroupDoc(row, members);
     };
@@ -281,6 +280,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'POST',
       url: '/Groups',
       summary: 'Create a group; every member must be a user of the employer',
+      documentedBody: scimGroupSchema,
       querystring: selectionQuery,
       responses: { 201: { description: 'The created group', contentType: SCIM_CONTENT_TYPE } },
       handler: async ({ query, request, reply }) => {
@@ -301,11 +301,12 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PUT',
       url: '/Groups/:groupId',
       summary: 'Replace a group: name, externalId and the complete member list',
+      documentedBody: scimGroupSchema,
       params: groupParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
-        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, parseScimGroup(request.body));
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, parseScimGroup(request.body), ifMatchOf(request));
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -313,12 +314,13 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'PATCH',
       url: '/Groups/:groupId',
       summary: 'Patch a group: rename, externalId, add/remove/replace members (Okta and Entra ID dialects)',
+      documentedBody: scimPatchRequestSchema,
       params: groupParams,
       querystring: selectionQuery,
       handler: async ({ params, query, request, reply }) => {
         const before = await currentGroup(request, params.groupId);
         const { doc } = applyGroupPatch(before, request.body);
-        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, doc);
+        await updateScimGroup(ctx, writer, callerOf(request), params.groupId, before, doc, ifMatchOf(request));
         return groupResponse(reply, 200, callerOf(request), params.groupId, query);
       },
     });
@@ -330,7 +332,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       responses: { 204: { description: 'Deleted' } },
       handler: async ({ params, request, reply }) => {
         await currentGroup(request, params.groupId);
-        await deleteScimGroup(writer, callerOf(request), params.groupId);
+        await deleteScimGroup(writer, callerOf(request), params.groupId, ifMatchOf(request));
         return reply.status(204).send();
       },
     });
@@ -374,13 +376,15 @@ function send(reply: FastifyReply, status: number, body: unknown) {
   return reply.status(status).type(SCIM_CONTENT_TYPE).send(body);
 }
 
-/** If-Match (RFC 7644 section 3.14): a write applies only to the version the client last saw. */
-function assertIfMatch(request: FastifyRequest, version: number) {
+/**
+ * If-Match (RFC 7644 section 3.14) as a condition on the resource's stream revision, which its ETag
+ * names: the write is appended at that revision or not at all (412).
+ */
+function ifMatchOf(request: FastifyRequest): IfMatch {
   const header = request.headers['if-match'];
-  if (header === undefined || header.trim() === '*') return;
-  const current = etagOf(version).slice(2);
-  const matches = header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === current);
-  if (!matches) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
+  if (header === undefined || header.trim() === '*') return undefined;
+  const revisions = header.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+  return (revision) => revisions.includes(etagOf(Number(revision)).slice(2));
 }
 
 function findDocument<T extends { id: string }>(documents: T[], id: string, what: string): T {

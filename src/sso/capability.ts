@@ -3,6 +3,7 @@ import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
 import { createScimTokenCache } from './scim-token.ts';
+import { ssoEvents } from './events.ts';
 
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
@@ -14,6 +15,7 @@ export type SsoCapabilityOptions = {
 export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {
   return {
     name: 'sso',
+    events: ssoEvents,
     routes: [ssoRoutes(options)],
     setup: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);

@@ -1,35 +1,34 @@
 // Events of the SSO configuration (src/sso/sso-configuration.ts) and of SAML login attempts
 // (src/sso/saml-login.ts). The sso read model (projections/sso/) applies the configuration's.
-import type { DomainEvent } from '../event-store/decider.ts';
-import type { SamlFailureReason } from './saml.ts';
+import { z } from 'zod';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
+import { SAML_FAILURE_REASONS } from './saml-checks.ts';
 
-export type SsoSettings = {
-  samlEnabled: boolean;
-  samlMetadataUrl: string | null;
-  samlEntryPoint: string | null;
+const ssoSettings = z.object({
+  samlEnabled: z.boolean(),
+  samlMetadataUrl: z.string().nullable(),
+  samlEntryPoint: z.string().nullable(),
   /** PEM certificates the IdP signs with; several during a key rollover. */
-  samlCertificates: string[];
-  samlIssuer: string | null;
-  samlNameIdFormat: string | null;
-  samlEmailAttribute: string | null;
-  samlFirstNameAttribute: string | null;
-  samlLastNameAttribute: string | null;
-  scimEnabled: boolean;
-};
+  samlCertificates: z.array(z.string()),
+  samlIssuer: z.string().nullable(),
+  samlNameIdFormat: z.string().nullable(),
+  samlEmailAttribute: z.string().nullable(),
+  samlFirstNameAttribute: z.string().nullable(),
+  samlLastNameAttribute: z.string().nullable(),
+  scimEnabled: z.boolean(),
+});
+export type SsoSettings = z.infer<typeof ssoSettings>;
 
-export type ScimTokenRecord = { tokenId: string; tokenHash: string; issuedAt: string };
+const scimTokenRecord = z.object({ tokenId: z.string(), tokenHash: z.string(), issuedAt: z.string() });
+export type ScimTokenRecord = z.infer<typeof scimTokenRecord>;
 
-export type SsoConfigurationUpdated = DomainEvent<
-  'SsoConfigurationUpdated',
-  {
-    employerId: string;
-    /** Only the settings that changed. */
-    changes: Partial<SsoSettings>;
-    issuedScimToken: ScimTokenRecord | null;
-    revokedScimTokenId: string | null;
-  }
->;
-export type SsoConfigurationEvent = SsoConfigurationUpdated;
+const ssoConfigurationUpdated = eventSchema('SsoConfigurationUpdated', z.object({
+  employerId: z.string(),
+  /** Only the settings that changed. */
+  changes: ssoSettings.partial(),
+  issuedScimToken: scimTokenRecord.nullable(),
+  revokedScimTokenId: z.string().nullable(),
+}));
 
 /** Settings of an employer that never saved any. */
 export const DEFAULT_SSO_SETTINGS: SsoSettings = {
@@ -45,9 +44,16 @@ export const DEFAULT_SSO_SETTINGS: SsoSettings = {
   scimEnabled: false,
 };
 
-export type SamlLoginFailureReason = SamlFailureReason | 'SAML_NOT_ENABLED' | 'USER_DEACTIVATED' | 'EMAIL_IN_OTHER_EMPLOYER';
+export const SAML_LOGIN_FAILURE_REASONS = [...SAML_FAILURE_REASONS, 'SAML_NOT_ENABLED', 'USER_DEACTIVATED', 'EMAIL_IN_OTHER_EMPLOYER'] as const;
+export type SamlLoginFailureReason = (typeof SAML_LOGIN_FAILURE_REASONS)[number];
 
-export type SamlLoginSucceeded = DomainEvent<'SamlLoginSucceeded', { loginId: string; userId: string; assertionId: string; provisioned: boolean }>;
+const samlLoginSucceeded = eventSchema('SamlLoginSucceeded', z.object({ loginId: z.string(), userId: z.string(), assertionId: z.string(), provisioned: z.boolean() }));
 /** `clientIp` helps an auditor tell an IdP misconfiguration (many) from probing (few, odd addresses). */
-export type SamlLoginFailed = DomainEvent<'SamlLoginFailed', { loginId: string; reason: SamlLoginFailureReason; clientIp: string }>;
-export type SamlLoginEvent = SamlLoginSucceeded | SamlLoginFailed;
+const samlLoginFailed = eventSchema('SamlLoginFailed', z.object({ loginId: z.string(), reason: z.enum(SAML_LOGIN_FAILURE_REASONS), clientIp: z.string() }));
+
+const samlLoginEvents = [samlLoginSucceeded, samlLoginFailed] as const;
+export const ssoEvents = [ssoConfigurationUpdated, ...samlLoginEvents] as const;
+
+export type SsoConfigurationUpdated = EventOf<typeof ssoConfigurationUpdated>;
+export type SsoConfigurationEvent = SsoConfigurationUpdated;
+export type SamlLoginEvent = EventOf<(typeof samlLoginEvents)[number]>;

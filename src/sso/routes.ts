@@ -7,7 +7,8 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
-import { assertAllowed, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
+import { ID_MAX, SAML_CALLBACK_BODY_LIMIT_BYTES, SAML_RESPONSE_MAX, URL_MAX } from '../http/limits.ts';
+import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { updateSsoConfiguration } from './commands.ts';
 import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
@@ -63,7 +64,7 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
   };
 }
 
-const employerParams = z.object({ employerId: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
+const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
 const SSO_AUTH = { modes: ['session', 'apiKey'], scope: 'sso:manage' } as const;
 
 /**
@@ -118,7 +119,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
-      querystring: z.object({ returnTo: z.string().max(2048).optional() }),
+      querystring: z.object({ returnTo: z.string().max(URL_MAX).optional() }),
       responses: { 302: { description: 'To the IdP' }, 400: { description: 'SAML not enabled, or returnTo not allowed' }, 404: { description: 'Unknown employer' } },
       handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, params.employerId, query.returnTo), 302),
     });
@@ -127,14 +128,14 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       method: 'POST',
       url: '/api/auth/saml/callback/:employerId',
       summary: 'SAML assertion consumer service (HTTP-POST binding)',
-      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address with too many refusals (5/s, bursts of 50) gets 429 before validation.',
+      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address (an IPv6 address by its /64) with too many refusals (5/s, bursts of 50) gets 429 before validation.',
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
-      bodyLimit: 1024 * 1024, // the SAML core refuses responses over 512 KiB anyway
+      bodyLimit: SAML_CALLBACK_BODY_LIMIT_BYTES,
       body: z.object({
-        SAMLResponse: z.string().min(1),
-        RelayState: z.string().max(2048).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),
+        SAMLResponse: z.string().min(1).max(SAML_RESPONSE_MAX),
+        RelayState: z.string().max(URL_MAX).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),
       }),
       responses: {
         302: { description: 'To the sign-in exchange (or the returnTo carrying the token)' },
@@ -143,11 +144,12 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
         429: { description: 'Too many refused callbacks from this client address (retry-after); not validated, not audited' },
       },
       handler: async ({ params, body, request, reply }) => {
-        assertAllowed(callbackFailures.peek(request.ip), reply, 'Too many refused SAML responses from this address');
+        const client = clientAddressKey(request.ip);
+        assertAllowed(callbackFailures.peek(client), reply, 'Too many refused SAML responses from this address');
         try {
           return reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302);
         } catch (error) {
-          if (error instanceof DomainError && error.status < 500) callbackFailures.take(request.ip);
+          if (error instanceof DomainError && error.status < 500) callbackFailures.take(client);
           throw error;
         }
       },

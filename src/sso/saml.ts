@@ -41,6 +41,7 @@ import {
   requireSuccessStatus,
 } from './saml-checks.ts';
 import type { SamlFailureReason } from './saml-checks.ts';
+import { EMAIL_MAX } from '../http/limits.ts';
 
 export { SAML_FAILURE_REASONS, SamlValidationError } from './saml-checks.ts';
 export type { SamlFailureReason } from './saml-checks.ts';
@@ -157,7 +158,7 @@ async function verifyWithNodeSaml(settings: SamlSpSettings, samlResponseBase64: 
   }
 }
 
-const emailSchema = z.email();
+const emailSchema = z.email().max(EMAIL_MAX);
 
 function resolveEmail(settings: SamlSpSettings, nameId: string, nameIdFormat: string, attributes: Record<string, string[]>): string {
   const fromAttribute = settings.emailAttribute ? attributes[settings.emailAttribute]?.[0] : undefined;

@@ -3,8 +3,9 @@
 // non-empty attribute names. `null` clears an optional field; an absent field keeps its value.
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
+import { SAML_ATTRIBUTE_MAX, SAML_CERTIFICATE_MAX, SAML_ISSUER_MAX, URL_MAX } from '../http/limits.ts';
 
-const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(2048);
+const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(URL_MAX);
 const nonEmptyText = (max: number) => z.string().trim().min(1, 'must not be empty').max(max);
 const NAME_ID_FORMAT = /^urn:oasis:names:tc:SAML:(1\.1|2\.0):nameid-format:[A-Za-z0-9]+$/;
 
@@ -44,7 +45,7 @@ export function describeCertificate(pem: string): CertificateInfo {
   };
 }
 
-const certificateField = z.string().max(64 * 1024).transform((text, ctx) => {
+const certificateField = z.string().max(SAML_CERTIFICATE_MAX).transform((text, ctx) => {
   const parsed = parseCertificates(text, new Date());
   if ('error' in parsed) {
     ctx.addIssue({ code: 'custom', message: parsed.error });
@@ -59,11 +60,11 @@ export const ssoConfigurationUpdateSchema = z
     samlMetadataUrl: httpsUrl.nullable().meta({ description: 'IdP metadata (fetched now) that fills samlEntryPoint, samlCertificate and samlIssuer; fields sent alongside win.' }),
     samlEntryPoint: httpsUrl.nullable().meta({ description: 'IdP single sign-on URL (HTTP-Redirect binding).' }),
     samlCertificate: certificateField.nullable().meta({ description: 'IdP signing certificate(s): PEM (several blocks during a rollover) or bare base64.' }),
-    samlIssuer: nonEmptyText(1024).nullable().meta({ description: 'IdP entity id, the Issuer of its responses.' }),
-    samlNameIdFormat: z.string().regex(NAME_ID_FORMAT, 'must be a SAML NameID format URN such as urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress').nullable(),
-    samlEmailAttribute: nonEmptyText(256).nullable().meta({ description: 'Attribute carrying the e-mail; unset: the NameID in emailAddress format.' }),
-    samlFirstNameAttribute: nonEmptyText(256).nullable(),
-    samlLastNameAttribute: nonEmptyText(256).nullable(),
+    samlIssuer: nonEmptyText(SAML_ISSUER_MAX).nullable().meta({ description: 'IdP entity id, the Issuer of its responses.' }),
+    samlNameIdFormat: z.string().max(SAML_ATTRIBUTE_MAX).regex(NAME_ID_FORMAT, 'must be a SAML NameID format URN such as urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress').nullable(),
+    samlEmailAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable().meta({ description: 'Attribute carrying the e-mail; unset: the NameID in emailAddress format.' }),
+    samlFirstNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
+    samlLastNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
     scimEnabled: z.boolean().meta({ description: 'true the first time returns scimBearerToken once; false revokes the token.' }),
     rotateScimToken: z.boolean().meta({ description: 'true returns a new scimBearerToken once; the previous one stops working at once.' }),
   })

@@ -1,15 +1,18 @@
 // Commands on employers and users. Registering a user claims its e-mail's reservation stream in the
 // same write (appendToStreams), so two employers can never hold the same address, on either event
-// store adapter, and a failed registration leaves no claim behind.
+// store adapter, and a failed registration leaves no claim behind. A change to a user is one write
+// too: its events, the e-mail claims and, on deactivation, the revocation of the user's API keys.
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
+import { revokeKeyCommands, type ApiKeyState } from '../api-keys/api-key.ts';
 import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import { DomainError, fold } from '../event-store/decider.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import type { UserProfile, UserRegistered, UserSource } from './events.ts';
-import { userDecider, userStream } from './user.ts';
+import type { UserEvent, UserProfile, UserRegistered, UserSource } from './events.ts';
+import { userDecider, userStream, type UserState } from './user.ts';
 
 export function newEmployerId(): string {
   return `emp_${randomUUID().replaceAll('-', '')}`;
@@ -57,35 +60,69 @@ export async function registerUser(
   return { userId, position, registered: { event: results[1].newEvents[0] as UserRegistered, occurredAt } };
 }
 
-/** A new e-mail address is claimed, and the old one released, in the same write as the change. */
-export async function updateUserProfile(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, current: UserProfile, changes: Partial<UserProfile>) {
-  const newEmail = changes.email !== undefined && changes.email.toLowerCase() !== current.email.toLowerCase() ? changes.email : null;
-  const update = { streamName: userStream(employerId, userId), decider: userDecider, command: { type: 'UpdateUserProfile', changes } as const, context };
-  if (!newEmail) return (await handleCommand(deps, update)).state;
-  const { results } = await handleCommands(deps, [update, reserveEmail(context, newEmail, employerId, userId), releaseEmail(context, current.email, userId)]);
-  return results[0].state;
-}
-
-export async function setUserActive(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, active: boolean) {
-  const result = await handleCommand(deps, {
-    streamName: userStream(employerId, userId),
-    decider: userDecider,
-    command: active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete: false },
-    context,
-  });
-  return result;
-}
+export type ExistingUser = Exclude<UserState, { status: 'absent' }>;
 
 /**
- * SCIM DELETE: deactivates the user for good and frees its e-mail address in the same append, since a
- * deleted user must not stand in the way of a new one (RFC 7644 section 3.6). `email` is the user's
- * current address; the release is a no-op unless the user holds it.
+ * What a change brings the user to: a profile and active flag (SCIM PUT/PATCH), or deletion (SCIM
+ * DELETE: deactivated for good and its e-mail released, since a deleted resource must not stand in
+ * the way of a new one, RFC 7644 section 3.6).
  */
-export async function deleteUser(deps: CommandDeps, context: CommandContext, employerId: string, userId: string, email: string) {
-  return handleCommands(deps, [
-    { streamName: userStream(employerId, userId), decider: userDecider, command: { type: 'DeactivateUser', scimDelete: true } as const, context },
-    releaseEmail(context, email, userId),
-  ]);
+export type UserTarget = { profile: UserProfile; active: boolean } | { delete: true };
+
+const MAX_CHANGE_ATTEMPTS = 5;
+
+/**
+ * Changes a user in one append, all of it or nothing: the user's events, the new e-mail's claim and
+ * the old one's release, and, when the user ends up inactive, the revocation of every API key the
+ * user created (their ids are in the user's stream, so a key created a moment before is included).
+ * `target` is computed from the user's state at the revision the append is pinned to; `precondition`
+ * (If-Match) is checked against that revision, and a mismatch is 412 PRECONDITION_FAILED. Without a
+ * precondition, a concurrent write makes the change start over from the new state.
+ * Returns the hashes of the keys it revoked, so the caller's process can forget them at once.
+ */
+export async function changeUser(
+  deps: CommandDeps,
+  context: CommandContext,
+  employerId: string,
+  userId: string,
+  target: (user: ExistingUser) => UserTarget | Promise<UserTarget>,
+  precondition?: (revision: bigint) => boolean,
+): Promise<{ position: Position | null; revokedKeyHashes: string[] }> {
+  const streamName = userStream(employerId, userId);
+  for (let attempt = 1; ; attempt++) {
+    const history = (await deps.eventStore.readStream(streamName)) as unknown as UserEvent[];
+    const user = fold(userDecider, history);
+    if (user.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
+    const revision = BigInt(history.length - 1);
+    if (precondition && !precondition(revision)) throw new DomainError(412, 'PRECONDITION_FAILED', 'The user changed since the version in If-Match.');
+    const wanted = await target(user);
+    const userCommand = {
+      streamName,
+      decider: userDecider,
+      command: 'delete' in wanted ? ({ type: 'DeactivateUser', scimDelete: true } as const) : ({ type: 'ChangeUser', changes: wanted.profile, active: wanted.active } as const),
+      context,
+      // Decided on the state at `revision`: a concurrent write makes it start over (or 412).
+      precondition: (current: bigint) => current === revision,
+    };
+    const newEmail = 'delete' in wanted || wanted.profile.email.toLowerCase() === user.profile.email.toLowerCase() ? null : wanted.profile.email;
+    const emailCommands = 'delete' in wanted
+      ? [releaseEmail(context, user.profile.email, userId)]
+      : newEmail ? [reserveEmail(context, newEmail, employerId, userId), releaseEmail(context, user.profile.email, userId)] : [];
+    const deactivates = 'delete' in wanted || !wanted.active;
+    const revocations = deactivates ? revokeKeyCommands(context, employerId, user.apiKeyIds, new Date().toISOString()) : [];
+    try {
+      const { results, position } = await handleCommands(deps, [userCommand, ...emailCommands, ...revocations]);
+      const revokedKeyHashes = results.slice(1 + emailCommands.length).flatMap(({ newEvents, state }) => {
+        const key = state as ApiKeyState;
+        return newEvents.length > 0 && key.status !== 'absent' ? [key.keyHash] : [];
+      });
+      return { position, revokedKeyHashes };
+    } catch (error) {
+      const moved = error instanceof DomainError && error.code === 'PRECONDITION_FAILED';
+      if (moved && !precondition && attempt < MAX_CHANGE_ATTEMPTS) continue;
+      throw error;
+    }
+  }
 }
 
 function reserveEmail(context: CommandContext, email: string, employerId: string, userId: string) {

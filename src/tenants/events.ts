@@ -1,34 +1,58 @@
 // Events of employers (src/tenants/employer.ts), users (src/tenants/user.ts) and e-mail reservations
 // (src/tenants/email-reservation.ts). The tenants read model (projections/tenants/) applies the first two.
-import type { Role } from '../auth/principal.ts';
-import type { DomainEvent } from '../event-store/decider.ts';
+import { z } from 'zod';
+import { ROLES } from '../auth/principal.ts';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
-export type EmployerCreated = DomainEvent<'EmployerCreated', { employerId: string; name: string; createdAt: string }>;
-export type EmployerEvent = EmployerCreated;
+const employerCreated = eventSchema('EmployerCreated', z.object({ employerId: z.string(), name: z.string(), createdAt: z.string() }));
 
-/** One SCIM e-mail of a user (RFC 7643 `emails`); `email` above is the one the user signs in with. */
-export type UserEmail = { value: string; type?: string; primary?: boolean };
+/** One SCIM e-mail of a user (RFC 7643 `emails`); `email` below is the one the user signs in with. */
+const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
+export type UserEmail = z.infer<typeof userEmail>;
 
-export type UserProfile = {
-  email: string;
-  userName: string;
-  givenName: string | null;
-  familyName: string | null;
-  displayName: string | null;
-  externalId: string | null;
+const userProfile = z.object({
+  email: z.string(),
+  userName: z.string(),
+  givenName: z.string().nullable(),
+  familyName: z.string().nullable(),
+  displayName: z.string().nullable(),
+  externalId: z.string().nullable(),
   /** Set by SCIM; absent for users from the CLI or SAML, who have their sign-in e-mail only. */
-  emails?: UserEmail[];
-};
+  emails: z.array(userEmail).optional(),
+});
+export type UserProfile = z.infer<typeof userProfile>;
 
-export type UserSource = 'cli' | 'saml' | 'scim';
+export const USER_SOURCES = ['cli', 'saml', 'scim'] as const;
+export type UserSource = (typeof USER_SOURCES)[number];
 
-export type UserRegistered = DomainEvent<'UserRegistered', UserProfile & { userId: string; employerId: string; role: Role; active: boolean; source: UserSource }>;
-export type UserProfileUpdated = DomainEvent<'UserProfileUpdated', { userId: string; changes: Partial<UserProfile> }>;
+const userRegistered = eventSchema('UserRegistered', userProfile.extend({
+  userId: z.string(),
+  employerId: z.string(),
+  role: z.enum(ROLES),
+  active: z.boolean(),
+  source: z.enum(USER_SOURCES),
+}));
+const userProfileUpdated = eventSchema('UserProfileUpdated', z.object({ userId: z.string(), changes: userProfile.partial() }));
 /** `scimDeleted`: removed through SCIM DELETE, so SCIM answers 404 for it from now on. */
-export type UserDeactivated = DomainEvent<'UserDeactivated', { userId: string; scimDeleted: boolean }>;
-export type UserReactivated = DomainEvent<'UserReactivated', { userId: string }>;
-export type UserEvent = UserRegistered | UserProfileUpdated | UserDeactivated | UserReactivated;
+const userDeactivated = eventSchema('UserDeactivated', z.object({ userId: z.string(), scimDeleted: z.boolean() }));
+const userReactivated = eventSchema('UserReactivated', z.object({ userId: z.string() }));
+/**
+ * The user created an API key: written in the same append as the key's ApiKeyCreated, so the user's
+ * stream knows every key to revoke when the user is deactivated, without asking a lagging read model.
+ */
+const userApiKeyCreated = eventSchema('UserApiKeyCreated', z.object({ userId: z.string(), keyId: z.string() }));
 
-export type EmailReserved = DomainEvent<'EmailReserved', { emailHash: string; employerId: string; userId: string }>;
-export type EmailReleased = DomainEvent<'EmailReleased', { emailHash: string; userId: string }>;
-export type EmailReservationEvent = EmailReserved | EmailReleased;
+const emailReserved = eventSchema('EmailReserved', z.object({ emailHash: z.string(), employerId: z.string(), userId: z.string() }));
+const emailReleased = eventSchema('EmailReleased', z.object({ emailHash: z.string(), userId: z.string() }));
+
+const userEvents = [userRegistered, userProfileUpdated, userDeactivated, userReactivated, userApiKeyCreated] as const;
+const emailReservationEvents = [emailReserved, emailReleased] as const;
+export const tenantEvents = [employerCreated, ...userEvents, ...emailReservationEvents] as const;
+
+export type EmployerCreated = EventOf<typeof employerCreated>;
+export type EmployerEvent = EmployerCreated;
+export type UserRegistered = EventOf<typeof userRegistered>;
+export type UserEvent = EventOf<(typeof userEvents)[number]>;
+export type UserDeactivated = EventOf<typeof userDeactivated>;
+export type UserReactivated = EventOf<typeof userReactivated>;
+export type EmailReservationEvent = EventOf<(typeof emailReservationEvents)[number]>;

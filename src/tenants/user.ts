@@ -9,11 +9,15 @@ export type UserCommand =
   | { type: 'RegisterUser'; userId: string; employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource }
   | { type: 'UpdateUserProfile'; changes: Partial<UserProfile> }
   | { type: 'DeactivateUser'; scimDelete: boolean }
-  | { type: 'ReactivateUser' };
+  | { type: 'ReactivateUser' }
+  /** SCIM PUT or PATCH: the profile and the active flag in one decision (one append). */
+  | { type: 'ChangeUser'; changes: Partial<UserProfile>; active: boolean }
+  /** Refused for an inactive user, so no key can be created after its creator's deactivation. */
+  | { type: 'RecordApiKey'; keyId: string };
 
 export type UserState =
   | { status: 'absent' }
-  | { status: 'active' | 'inactive'; userId: string; employerId: string; role: Role; profile: UserProfile; scimDeleted: boolean };
+  | { status: 'active' | 'inactive'; userId: string; employerId: string; role: Role; profile: UserProfile; scimDeleted: boolean; apiKeyIds: string[] };
 
 export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
   initialState: () => ({ status: 'absent' }),
@@ -21,7 +25,7 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     switch (event.type) {
       case 'UserRegistered': {
         const { userId, employerId, role, active, source: _source, ...profile } = event.data;
-        return { status: active ? 'active' : 'inactive', userId, employerId, role, profile, scimDeleted: false };
+        return { status: active ? 'active' : 'inactive', userId, employerId, role, profile, scimDeleted: false, apiKeyIds: [] };
       }
       case 'UserProfileUpdated':
         return state.status === 'absent' ? state : { ...state, profile: { ...state.profile, ...event.data.changes } };
@@ -29,9 +33,11 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         return state.status === 'absent' ? state : { ...state, status: 'inactive', scimDeleted: state.scimDeleted || event.data.scimDeleted };
       case 'UserReactivated':
         return state.status === 'absent' ? state : { ...state, status: 'active' };
+      case 'UserApiKeyCreated':
+        return state.status === 'absent' ? state : { ...state, apiKeyIds: [...state.apiKeyIds, event.data.keyId] };
     }
   },
-  decide: (command, state) => {
+  decide: function decide(command, state): UserEvent[] {
     if (command.type === 'RegisterUser') {
       if (state.status !== 'absent') throw new DomainError(409, 'USER_EXISTS', 'The user already exists.');
       const { userId, employerId, role, profile, active, source } = command;
@@ -53,6 +59,14 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
       case 'ReactivateUser':
         if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
         return state.status === 'active' ? [] : [{ type: 'UserReactivated', data: { userId: state.userId } }];
+      case 'ChangeUser': {
+        const updated = decide({ type: 'UpdateUserProfile', changes: command.changes }, state);
+        const afterUpdate = updated.reduce(userDecider.evolve, state);
+        return [...updated, ...decide(command.active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete: false }, afterUpdate)];
+      }
+      case 'RecordApiKey':
+        if (state.status !== 'active') throw new DomainError(403, 'USER_DEACTIVATED', 'A deactivated user cannot create API keys.');
+        return [{ type: 'UserApiKeyCreated', data: { userId: state.userId, keyId: command.keyId } }];
     }
   },
 };

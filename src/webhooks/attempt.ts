@@ -2,7 +2,7 @@
 // Standard Webhooks timestamp is the attempt's own), send through the process's safe dispatcher.
 import type { KeyObject } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { decryptSecret } from '../crypto/secret-box.ts';
+import { decryptSecret, SecretBoxError } from '../crypto/secret-box.ts';
 import { CURRENT_API_VERSION } from '../http/versioning.ts';
 import { sendWebhookAttempt, type WebhookAttemptResult } from './send.ts';
 import { buildWebhookRequest } from './signing.ts';
@@ -37,4 +37,10 @@ export async function attemptDelivery(
   });
   const result = await sendWebhookAttempt({ url: target.url, ...request, dispatcher: deps.dispatcher });
   return { requestedAt, result };
+}
+
+/** The result of an attempt that failed before anything was sent; the error says why, without secrets. */
+export function notSent(error: unknown): WebhookAttemptResult {
+  const reason = error instanceof SecretBoxError ? `the signing secret could not be opened (${error.message})` : 'the request could not be prepared';
+  return { ok: false, statusCode: null, latencyMs: 0, responseBody: '', error: `not sent: ${reason}`, retryAfterMs: null, gone: false };
 }

@@ -7,6 +7,8 @@ import { webhookEventMappings, type WebhookEventMappings } from './event-types.t
 import { webhookRoutes } from './routes.ts';
 import { createWebhookRuntime, webhookRuntimeOf } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
+import { webhookEvents } from './events.ts';
+import { registerWebhookPayloads } from './payloads.ts';
 
 export type WebhooksCapabilityOptions = {
   /**
@@ -22,6 +24,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   const mappings = options.eventMappings ?? webhookEventMappings;
   return {
     name: 'webhooks',
+    events: webhookEvents,
     routes: [webhookRoutes()],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
@@ -30,6 +33,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
     setup: async (ctx) => {
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
       ctx.webhookRuntime = runtime;
+      registerWebhookPayloads(ctx.openapi);
       ctx.shutdownHooks.push(runtime.stop);
     },
   };

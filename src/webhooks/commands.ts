@@ -32,7 +32,7 @@ async function runWebhookCommand(ctx: AppContext, context: CommandContext, webho
 /** 400 for a URL that is not https or whose host is not public (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
 async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
   try {
-    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
+    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS });
     return url;
   } catch (error) {
     if (error instanceof UnsafeTargetError) throw new DomainError(400, 'INVALID_WEBHOOK_URL', error.message);

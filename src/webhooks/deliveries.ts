@@ -79,6 +79,31 @@ export async function claimAttempt(
     RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret, s.failure_count`);
 }
 
+/** Gives up this process's claim on an attempt that failed before its end was recorded, so it can be claimed again. */
+export async function releaseAttempt(pool: CommonQueryMethods, input: { deliveryId: string; lease: number }): Promise<void> {
+  await pool.query(sql.unsafe`
+    UPDATE webhook_deliveries SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
+    WHERE delivery_id = ${input.deliveryId} AND attempt_lease = ${input.lease}`);
+}
+
+/**
+ * Claims a live process has held far longer than any attempt takes (its release failed, say with
+ * the database unreachable for a moment) are released, and their attempt's job added again: the
+ * job itself has ended, so nothing else would try the delivery again. Dead processes' claims are
+ * recoverInterruptedAttempts' (worker-lease.ts). Returns how many were requeued.
+ */
+export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderThanMs: number): Promise<number> {
+  return pool.oneFirst(sql.type(z.object({ requeued: z.coerce.number() }))`
+    WITH abandoned AS (
+      UPDATE webhook_deliveries SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
+      WHERE status = 'pending' AND attempt_lease IS NOT NULL AND attempt_started_at < now() - make_interval(secs => ${olderThanMs / 1000})
+      RETURNING delivery_id, attempts
+    ), jobs AS (
+      SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`)} FROM abandoned
+    )
+    SELECT count(*)::int AS requeued FROM jobs`);
+}
+
 /** A pending delivery whose subscription is inactive or deleted will not be attempted again. */
 export async function cancelIfSubscriptionStopped(pool: CommonQueryMethods, deliveryId: string): Promise<void> {
   await pool.query(sql.unsafe`

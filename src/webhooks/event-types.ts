@@ -48,7 +48,48 @@ export const webhookEventMappings: WebhookEventMappings = {
     webhookEvent: 'export.ready',
     data: ({ data }) => ({ exportId: data.exportId, kind: data.kind, rowCount: data.rowCount, downloadUrl: data.downloadUrl }),
   },
+  // Platform workflows (src/workflows/): the data shapes are webhookDataSchemas (./payloads.ts).
+  // POST /api/employer/authorizations/{id}/review.
+  AuthorizationReviewed: {
+    webhookEvent: 'authorization.reviewed',
+    data: ({ data, metadata }) => ({
+      authorizationId: data.authorizationId, patientId: data.patientId, decision: data.decision, note: data.note, reviewedBy: data.reviewedBy, reviewedAt: metadata.occurredAt,
+    }),
+  },
+  // POST /api/platform/v1/employers/{employerId}/tapering-proposals.
+  TaperingProposed: {
+    webhookEvent: 'tapering.proposed',
+    data: ({ data, metadata }) => ({ proposalId: data.proposalId, patientId: data.patientId, medication: data.medication, schedule: data.schedule, proposedAt: metadata.occurredAt }),
+  },
+  // POST /api/platform/v1/employers/{employerId}/tapering-proposals/{id}/decision.
+  TaperingApproved: { webhookEvent: 'tapering.approved', data: taperingOutcomeData },
+  TaperingDeclined: { webhookEvent: 'tapering.declined', data: taperingOutcomeData },
+  // The simulation job's end (POST /api/employer/simulations). The month-by-month rows stay at GET /api/employer/simulations/{id}.
+  SimulationCompleted: {
+    webhookEvent: 'simulation.completed',
+    data: ({ data, metadata }) => ({
+      simulationId: data.simulationId,
+      cohortId: data.cohortId,
+      months: (data.months as unknown[]).length,
+      currency: data.currency,
+      totals: data.totals,
+      completedAt: metadata.occurredAt,
+    }),
+  },
+  // POST /api/platform/v1/employers/{employerId}/invoices/{id}/payments. The payment event carries the
+  // invoice's fields so the webhook needs no read model.
+  InvoicePaid: {
+    webhookEvent: 'invoice.paid',
+    data: ({ data }) => ({
+      invoiceId: data.invoiceId, number: data.number, amountMinor: data.amountMinor, currency: data.currency,
+      period: { start: data.periodStart, end: data.periodEnd }, paidAt: data.paidAt,
+    }),
+  },
 };
+
+function taperingOutcomeData({ data, metadata }: RecordedEvent): Record<string, unknown> {
+  return { proposalId: data.proposalId, patientId: data.patientId, reason: data.reason, decidedAt: metadata.occurredAt };
+}
 
 /** The `data` of every test.ping, direct or queued. */
 export function pingData(webhookId: string): Record<string, unknown> {

@@ -1,48 +1,59 @@
 // Events of the webhook subscription aggregate (src/webhooks/subscription.ts), applied by
 // projections/webhooks/.
-import type { DomainEvent } from '../event-store/decider.ts';
+import { z } from 'zod';
+import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 export type WebhookStatus = 'active' | 'inactive';
-/** Why a subscription became inactive: by PATCH, by reaching maxFailures, or a 410 Gone answer. */
-export type DeactivationReason = 'manual' | 'failure_threshold' | 'gone';
 
-export type WebhookSettings = { url: string; events: string[]; description: string | null; maxFailures: number };
+const webhookSettings = z.object({ url: z.string(), events: z.array(z.string()), description: z.string().nullable(), maxFailures: z.number().int() });
+export type WebhookSettings = z.infer<typeof webhookSettings>;
 
-export type WebhookSubscriptionCreated = DomainEvent<'WebhookSubscriptionCreated', WebhookSettings & { webhookId: string; sealedSecret: string; createdAt: string }>;
-export type WebhookSubscriptionUpdated = DomainEvent<'WebhookSubscriptionUpdated', { webhookId: string; changes: Partial<WebhookSettings> }>;
-export type WebhookSubscriptionDeactivated = DomainEvent<'WebhookSubscriptionDeactivated', { webhookId: string; reason: DeactivationReason; deliveryId: string | null }>;
-/** Re-activation also resets failureCount. */
-export type WebhookSubscriptionActivated = DomainEvent<'WebhookSubscriptionActivated', { webhookId: string }>;
-export type WebhookSubscriptionDeleted = DomainEvent<'WebhookSubscriptionDeleted', { webhookId: string }>;
-export type WebhookSigningSecretRotated = DomainEvent<'WebhookSigningSecretRotated', { webhookId: string; sealedSecret: string }>;
-/** A delivery's final attempt failed. */
-export type WebhookDeliveryExhausted = DomainEvent<'WebhookDeliveryExhausted', { webhookId: string; deliveryId: string; failureCount: number }>;
-/** A delivery succeeded after earlier exhausted ones. */
-export type WebhookFailureCountReset = DomainEvent<'WebhookFailureCountReset', { webhookId: string; deliveryId: string }>;
-export type WebhookPingRequested = DomainEvent<'WebhookPingRequested', { webhookId: string }>;
-export type WebhookRedeliveryRequested = DomainEvent<'WebhookRedeliveryRequested', { webhookId: string; deliveryId: string }>;
-
-export type WebhookEvent =
-  | WebhookSubscriptionCreated
-  | WebhookSubscriptionUpdated
-  | WebhookSubscriptionDeactivated
-  | WebhookSubscriptionActivated
-  | WebhookSubscriptionDeleted
-  | WebhookSigningSecretRotated
-  | WebhookDeliveryExhausted
-  | WebhookFailureCountReset
-  | WebhookPingRequested
-  | WebhookRedeliveryRequested;
-
-export const WEBHOOK_EVENT_NAMES = [
-  'WebhookSubscriptionCreated',
-  'WebhookSubscriptionUpdated',
+const webhookSubscriptionCreated = eventSchema('WebhookSubscriptionCreated', webhookSettings.extend({
+  webhookId: z.string(),
+  sealedSecret: z.string(),
+  createdAt: z.string(),
+}));
+const webhookSubscriptionUpdated = eventSchema('WebhookSubscriptionUpdated', z.object({ webhookId: z.string(), changes: webhookSettings.partial() }));
+/**
+ * Why a subscription became inactive: by PATCH (manual), by reaching maxFailures, or a 410 Gone answer.
+ * Version 2: the delivery that caused a deactivation travels only with the causes that have one
+ * (version 1 had `deliveryId: string | null` on every reason, null for a manual deactivation).
+ */
+const webhookSubscriptionDeactivated = eventSchema(
   'WebhookSubscriptionDeactivated',
-  'WebhookSubscriptionActivated',
-  'WebhookSubscriptionDeleted',
-  'WebhookSigningSecretRotated',
-  'WebhookDeliveryExhausted',
-  'WebhookFailureCountReset',
-  'WebhookPingRequested',
-  'WebhookRedeliveryRequested',
-] as const satisfies readonly WebhookEvent['type'][];
+  // Strict: a manual deactivation has no delivery, not even a null one.
+  z.discriminatedUnion('reason', [
+    z.strictObject({ webhookId: z.string(), reason: z.literal('manual') }),
+    z.strictObject({ webhookId: z.string(), reason: z.enum(['failure_threshold', 'gone']), deliveryId: z.string() }),
+  ]),
+  {
+    version: 2,
+    upcasters: { 1: ({ deliveryId, ...data }) => (data.reason === 'manual' ? data : { ...data, deliveryId }) },
+  },
+);
+/** Re-activation also resets failureCount. */
+const webhookSubscriptionActivated = eventSchema('WebhookSubscriptionActivated', z.object({ webhookId: z.string() }));
+const webhookSubscriptionDeleted = eventSchema('WebhookSubscriptionDeleted', z.object({ webhookId: z.string() }));
+const webhookSigningSecretRotated = eventSchema('WebhookSigningSecretRotated', z.object({ webhookId: z.string(), sealedSecret: z.string() }));
+/** A delivery's final attempt failed. */
+const webhookDeliveryExhausted = eventSchema('WebhookDeliveryExhausted', z.object({ webhookId: z.string(), deliveryId: z.string(), failureCount: z.number().int() }));
+/** A delivery succeeded after earlier exhausted ones. */
+const webhookFailureCountReset = eventSchema('WebhookFailureCountReset', z.object({ webhookId: z.string(), deliveryId: z.string() }));
+const webhookPingRequested = eventSchema('WebhookPingRequested', z.object({ webhookId: z.string() }));
+const webhookRedeliveryRequested = eventSchema('WebhookRedeliveryRequested', z.object({ webhookId: z.string(), deliveryId: z.string() }));
+
+export const webhookEvents = [
+  webhookSubscriptionCreated,
+  webhookSubscriptionUpdated,
+  webhookSubscriptionDeactivated,
+  webhookSubscriptionActivated,
+  webhookSubscriptionDeleted,
+  webhookSigningSecretRotated,
+  webhookDeliveryExhausted,
+  webhookFailureCountReset,
+  webhookPingRequested,
+  webhookRedeliveryRequested,
+] as const;
+
+export type WebhookEvent = EventOf<(typeof webhookEvents)[number]>;
+export const WEBHOOK_EVENT_NAMES: readonly WebhookEvent['type'][] = webhookEvents.map((schema) => schema.type);

@@ -9,6 +9,7 @@ import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
 import { defineRoute } from '../http/route.ts';
+import { CODE_MAX, DESCRIPTION_MAX, ID_MAX, URL_MAX } from '../http/limits.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { attemptDelivery } from './attempt.ts';
 import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecret, updateWebhook } from './commands.ts';
@@ -22,9 +23,9 @@ import { DEFAULT_MAX_FAILURES } from './subscription.ts';
 const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
 const tags = ['Webhooks'];
 
-const url = z.string().trim().min(1).max(2048).meta({ description: 'https only; the host must resolve to public addresses.' });
+const url = z.string().trim().min(1).max(URL_MAX).meta({ description: 'https only; the host must resolve to public addresses.' });
 const events = z
-  .array(z.string().max(100))
+  .array(z.string().max(CODE_MAX))
   .min(1)
   .max(WEBHOOK_EVENT_TYPES.length)
   .meta({ description: `Webhook event types: ${WEBHOOK_EVENT_TYPES.join(', ')}. Unknown types are a 400 UNKNOWN_WEBHOOK_EVENT naming them.` });
@@ -33,7 +34,7 @@ const maxFailures = z.number().int().min(1).max(1000).meta({ description: `Deliv
 const createBody = z.strictObject({
   url,
   events,
-  description: z.string().max(500).optional(),
+  description: z.string().max(DESCRIPTION_MAX).optional(),
   maxFailures: maxFailures.optional(),
 });
 
@@ -42,7 +43,7 @@ const patchBody = z
     status: z.enum(['active', 'inactive']).optional().meta({ description: 'active re-enables a disabled subscription and resets failureCount.' }),
     url: url.optional(),
     events: events.optional(),
-    description: z.string().max(500).nullable().optional(),
+    description: z.string().max(DESCRIPTION_MAX).nullable().optional(),
     maxFailures: maxFailures.optional(),
   })
   .refine((body) => Object.keys(body).length > 0, 'give at least one of status, url, events, description, maxFailures');
@@ -51,8 +52,8 @@ const createdWebhook = webhookSubscription
   .extend({ signingSecret: z.string().meta({ description: 'whsec_ + base64 of 32 random bytes. Shown only here; stored encrypted.' }) })
   .meta({ id: 'CreatedWebhookSubscription' });
 
-const webhookParams = z.object({ webhookId: z.string().max(100) });
-const deliveryParams = webhookParams.extend({ deliveryId: z.string().max(100) });
+const webhookParams = z.object({ webhookId: z.string().max(ID_MAX) });
+const deliveryParams = webhookParams.extend({ deliveryId: z.string().max(ID_MAX) });
 
 const testResult = z
   .object({
@@ -87,7 +88,7 @@ export function webhookRoutes(): RoutePlugin {
           maxFailures: body.maxFailures ?? DEFAULT_MAX_FAILURES,
         });
         reply.status(201).header('cache-control', 'no-store');
-        return { ...(await getWebhook(ctx.db.slonik, principal.employerId, webhookId)), signingSecret };
+        return { ...(await getWebhook(ctx.db.pg, principal.employerId, webhookId)), signingSecret };
       },
     });
 
@@ -107,7 +108,7 @@ export function webhookRoutes(): RoutePlugin {
         },
       },
       handler: async ({ query, principal }) => {
-        const { webhooks, next } = await listWebhooks(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        const { webhooks, next } = await listWebhooks(ctx.db.pg, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
         return { webhooks, availableEvents: [...WEBHOOK_EVENT_TYPES], nextCursor: encodeCursor(next) };
       },
     });
@@ -120,7 +121,7 @@ export function webhookRoutes(): RoutePlugin {
       auth,
       params: webhookParams,
       responses: { 200: { description: 'The subscription (never its secret)', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
-      handler: async ({ params, principal }) => getWebhook(ctx.db.slonik, principal.employerId, params.webhookId),
+      handler: async ({ params, principal }) => getWebhook(ctx.db.pg, principal.employerId, params.webhookId),
     });
 
     defineRoute(fastify, ctx, {
@@ -135,7 +136,7 @@ export function webhookRoutes(): RoutePlugin {
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
         await updateWebhook(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, ...body });
-        return getWebhook(ctx.db.slonik, principal.employerId, params.webhookId);
+        return getWebhook(ctx.db.pg, principal.employerId, params.webhookId);
       },
     });
 

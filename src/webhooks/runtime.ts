@@ -28,6 +28,7 @@ export function webhookRuntimeOf(ctx: AppContext): WebhookRuntime {
 export function createWebhookRuntime(ctx: AppContext, options: { ca?: string | string[] }): WebhookRuntime {
   const dispatcher = createSafeDispatcher({
     allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS,
     ...(options.ca === undefined ? {} : { ca: options.ca }),
   });
   const inFlight = new Set<Promise<unknown>>();

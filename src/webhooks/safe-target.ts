@@ -7,8 +7,8 @@
 //   never reaches a private address.
 // WEBHOOK_ALLOW_PRIVATE_NETWORKS (allowPrivateNetworks) lifts the address check for development and
 // tests; nothing lifts the https rule.
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { lookup as dnsLookupAll } from 'node:dns/promises';
+import type { LookupAddress } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
@@ -20,7 +20,40 @@ export class UnsafeTargetError extends Error {
 export type SafeTargetOptions = {
   /** Development and tests only: skip the address check (https stays required). */
   allowPrivateNetworks: boolean;
+  /** How long a host name may take to resolve (WEBHOOK_DNS_TIMEOUT_MS); default DEFAULT_DNS_TIMEOUT_MS. */
+  dnsTimeoutMs?: number;
+  /** Resolves a host name to all its addresses; the system resolver (getaddrinfo) unless a test injects one. */
+  resolveHost?: HostResolver;
 };
+
+export type HostResolver = (hostname: string, family: number) => Promise<LookupAddress[]>;
+
+export const DEFAULT_DNS_TIMEOUT_MS = 2_000;
+
+const systemResolver: HostResolver = (hostname, family) => dnsLookup(hostname, { all: true, family });
+
+/** A host that did not resolve in time: a failed attempt (or a refused URL), never a hung one. */
+export class DnsTimeoutError extends Error {
+  override name = 'DnsTimeoutError';
+  readonly code = 'EDNSTIMEOUT';
+}
+
+/**
+ * Every address of `hostname`, or DnsTimeoutError after the timeout. getaddrinfo cannot be
+ * cancelled: a late answer is dropped (it still holds a libuv thread until it comes).
+ */
+async function resolveWithin(options: SafeTargetOptions, hostname: string, family = 0): Promise<LookupAddress[]> {
+  const timeoutMs = options.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new DnsTimeoutError(`${hostname} did not resolve within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([(options.resolveHost ?? systemResolver)(hostname, family), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 // Everything outside 2000::/3 is not global unicast (this also catches the deprecated
 // IPv4-compatible ::a.b.c.d form, which ipaddr.js does not name).
@@ -79,8 +112,9 @@ export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptio
   }
   let addresses: LookupAddress[];
   try {
-    addresses = await dnsLookupAll(host, { all: true });
-  } catch {
+    addresses = await resolveWithin(options, host);
+  } catch (error) {
+    if (error instanceof DnsTimeoutError) throw new UnsafeTargetError(`webhook target refused: ${error.message}`);
     throw new UnsafeTargetError(`webhook target refused: ${host} could not be resolved`);
   }
   for (const { address } of addresses) assertPublicAddress(host, address);
@@ -88,24 +122,29 @@ export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptio
 }
 
 /**
- * A drop-in for dns.lookup used by the TLS socket: resolves all addresses, refuses the connection
- * if any is not public, and hands the socket only checked addresses. Refusing on any bad address
- * (not just skipping it) keeps the rule the same as assertSafeWebhookUrl's.
+ * A drop-in for dns.lookup used by the TLS socket: resolves all addresses within the DNS timeout and,
+ * unless private networks are allowed, refuses the connection if any is not public, handing the
+ * socket only checked addresses. Refusing on any bad address (not just skipping it) keeps the rule
+ * the same as assertSafeWebhookUrl's.
  */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, '');
-    try {
-      for (const { address } of addresses) assertPublicAddress(hostname, address);
-    } catch (refusal) {
-      return callback(refusal as UnsafeTargetError, '');
-    }
-    const first = addresses[0];
-    if (options.all) return callback(null, addresses);
-    if (first === undefined) return callback(new UnsafeTargetError(`webhook target refused: ${hostname} has no address`), '');
-    callback(null, first.address, first.family);
-  });
-};
+function checkedLookup(options: SafeTargetOptions): LookupFunction {
+  return (hostname, lookupOptions, callback) => {
+    resolveWithin(options, hostname, Number(lookupOptions.family ?? 0) || 0).then(
+      (addresses) => {
+        try {
+          if (!options.allowPrivateNetworks) for (const { address } of addresses) assertPublicAddress(hostname, address);
+        } catch (refusal) {
+          return callback(refusal as UnsafeTargetError, '');
+        }
+        const first = addresses[0];
+        if (lookupOptions.all) return callback(null, addresses);
+        if (first === undefined) return callback(new UnsafeTargetError(`webhook target refused: ${hostname} has no address`), '');
+        callback(null, first.address, first.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, ''),
+    );
+  };
+}
 
 export type SafeDispatcherOptions = SafeTargetOptions & {
   /**
@@ -121,12 +160,12 @@ export type SafeDispatcherOptions = SafeTargetOptions & {
  * origin (undici's Agent), so repeated deliveries to one receiver reuse a TLS socket, and its
  * connector refuses non-https origins and, unless allowPrivateNetworks, non-public addresses:
  * IP literals are checked directly (net does no lookup for them) and host names through
- * publicOnlyLookup. Create one per process and close() it on shutdown.
+ * checkedLookup, which also bounds their resolution. Create one per process and close() it on shutdown.
  */
 export function createSafeDispatcher(options: SafeDispatcherOptions): Agent {
   const connectTls = buildConnector({
     ...(options.ca === undefined ? {} : { ca: options.ca }),
-    ...(options.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup }),
+    lookup: checkedLookup(options),
   });
   return new Agent({
     connect: (connectOptions, callback) => {

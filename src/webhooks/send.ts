@@ -102,7 +102,8 @@ async function readTruncated(body: Dispatcher.ResponseData['body']): Promise<str
     received += (chunk as Buffer).length;
     if (received >= RESPONSE_BODY_LIMIT_BYTES) break;
   }
-  return Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_BODY_LIMIT_CHARS);
+  // Postgres text cannot hold NUL: a receiver answering one must not make the attempt unloggable.
+  return Buffer.concat(chunks).toString('utf8').slice(0, RESPONSE_BODY_LIMIT_CHARS).replaceAll('\u0000', '\uFFFD');
 }
 
 /** A one-line reason with the error code when there is one, e.g. "ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:8443". */

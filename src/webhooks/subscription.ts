@@ -82,7 +82,7 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
         const events: WebhookEvent[] = Object.keys(changes).length > 0 ? [{ type: 'WebhookSubscriptionUpdated', data: { webhookId, changes } }] : [];
         if (command.status === 'active' && state.status === 'inactive') events.push({ type: 'WebhookSubscriptionActivated', data: { webhookId } });
         if (command.status === 'inactive' && state.status === 'active') {
-          events.push({ type: 'WebhookSubscriptionDeactivated', data: { webhookId, reason: 'manual', deliveryId: null } });
+          events.push({ type: 'WebhookSubscriptionDeactivated', data: { webhookId, reason: 'manual' } });
         }
         return events;
       }

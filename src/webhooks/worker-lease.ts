@@ -38,19 +38,34 @@ export async function acquireWorkerLease(connectionUri: string, logger: Logger):
       if (released || client !== next) return;
       client = null;
       logger.warn({ err: error }, 'webhook worker lease connection lost; taking a new lease');
-      setTimeout(() => void connect().catch((retryError) => logger.error({ err: retryError }, 'webhook worker lease not re-acquired')), 500).unref();
+      reacquire();
     });
-    await next.connect();
-    for (;;) {
-      const candidate = randomInt(1, 2 ** 31 - 1);
-      const { rows } = await next.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [LEASE_LOCK_NAMESPACE, candidate]);
-      if (rows[0]?.locked) {
-        key = candidate;
-        break;
+    try {
+      await next.connect();
+      for (;;) {
+        const candidate = randomInt(1, 2 ** 31 - 1);
+        const { rows } = await next.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [LEASE_LOCK_NAMESPACE, candidate]);
+        if (rows[0]?.locked) {
+          key = candidate;
+          break;
+        }
       }
+    } catch (error) {
+      await next.end().catch(() => {});
+      throw error;
     }
+    if (released) return void (await next.end().catch(() => {}));
     client = next;
   };
+  // Through a database outage: tried every second until the database is back.
+  const reacquire = (attempt = 0) =>
+    setTimeout(() => {
+      if (released) return;
+      connect().catch((error) => {
+        if (attempt === 0) logger.warn({ err: error }, 'webhook worker lease not re-acquired yet; retrying every second');
+        reacquire(attempt + 1);
+      });
+    }, attempt === 0 ? 500 : 1000).unref();
   await connect();
 
   return {

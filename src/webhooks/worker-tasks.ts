@@ -5,15 +5,28 @@
 import type { Task, TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { attemptDelivery } from './attempt.ts';
+import { attemptDelivery, notSent } from './attempt.ts';
 import { deliveryWorkerContext, recordDeliveryOutcome } from './commands.ts';
-import { cancelIfSubscriptionStopped, claimAttempt, DELIVER_TASK, deliverJobPayload, enqueueEventDeliveries, finishAttempt } from './deliveries.ts';
+import {
+  cancelIfSubscriptionStopped,
+  claimAttempt,
+  DELIVER_TASK,
+  deliverJobPayload,
+  enqueueEventDeliveries,
+  finishAttempt,
+  releaseAttempt,
+  requeueAbandonedAttempts,
+  type ClaimedAttempt,
+} from './deliveries.ts';
 import type { WebhookEventMappings } from './event-types.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import type { WebhookRuntime } from './runtime.ts';
 import { RECOVER_TASK, RECOVERY_INTERVAL_MS, recoverInterruptedAttempts } from './worker-lease.ts';
 
 export const FAN_OUT_TASK = 'webhook_fan_out';
+
+/** A claim held this long is abandoned: an attempt takes at most WEBHOOK_ATTEMPT_TIMEOUT_MS (10 s) plus its recording. */
+const ABANDONED_CLAIM_MS = 10 * 60_000;
 
 /** The part of the dispatcher's EventJobPayload (src/worker/dispatcher.ts) fan-out reads. */
 const eventJobPayload = z.object({ eventId: z.uuid(), type: z.string(), streamName: z.string() });
@@ -44,46 +57,63 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
       const lease = (await runtime.workerLease()).key();
       const claimed = await claimAttempt(ctx.db.slonik, { deliveryId, attempt, lease, worker: helpers.job.locked_by });
       if (!claimed) return cancelIfSubscriptionStopped(ctx.db.slonik, deliveryId);
-
-      const { requestedAt, result } = await attemptDelivery(
-        { dispatcher: runtime.dispatcher, encryptionKey: ctx.encryptionKey },
-        {
-          deliveryId,
-          employerId: claimed.employer_id,
-          webhookId: claimed.webhook_id,
-          eventType: claimed.event_type,
-          timestamp: claimed.event_timestamp,
-          data: claimed.data,
-          url: claimed.url,
-          sealedSecret: claimed.sealed_secret,
-        },
-      );
-      const delayMs = result.ok || result.gone
-        ? null
-        : retryDelayMs(attempt - claimed.series_start, { baseMs: ctx.config.WEBHOOK_RETRY_BASE_MS, retryAfterMs: result.retryAfterMs });
-
-      // The subscription's part first, then the log entry that ends the attempt: each outcome is
-      // recorded at most once per delivery, so if this process dies in between and the attempt runs
-      // again, nothing is counted twice.
-      const delivery = { employerId: claimed.employer_id, webhookId: claimed.webhook_id, deliveryId };
-      if (result.ok && claimed.failure_count > 0) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'succeeded', ...delivery });
-      else if (result.gone) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'gone', ...delivery });
-      else if (!result.ok && delayMs === null) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'exhausted', ...delivery });
-
-      await finishAttempt(ctx.db.slonik, {
-        deliveryId,
-        attempt,
-        lease,
-        requestedAt,
-        result,
-        nextRetryAt: delayMs === null ? null : new Date(Date.now() + delayMs),
-      });
+      try {
+        await attemptClaimed(claimed, attempt, lease);
+      } catch (error) {
+        // A claim left behind would keep the delivery pending with no job for good. Released, the
+        // job's retry (graphile-worker's backoff) claims the same attempt again.
+        await releaseAttempt(ctx.db.slonik, { deliveryId, lease }).catch((releaseError: unknown) =>
+          ctx.logger.error({ err: releaseError, deliveryId }, 'webhook attempt claim not released; the recovery task requeues it'));
+        throw error;
+      }
     });
+
+  const attemptClaimed = async (claimed: ClaimedAttempt, attempt: number, lease: number) => {
+    const { delivery_id: deliveryId } = claimed;
+    const target = {
+      deliveryId,
+      employerId: claimed.employer_id,
+      webhookId: claimed.webhook_id,
+      eventType: claimed.event_type,
+      timestamp: claimed.event_timestamp,
+      data: claimed.data,
+      url: claimed.url,
+      sealedSecret: claimed.sealed_secret,
+    };
+    // Preparing the request can fail too (a secret sealed under another ENCRYPTION_KEY): that is a
+    // failed attempt like any other, logged and retried on the schedule, so the delivery ends.
+    const { requestedAt, result } = await attemptDelivery({ dispatcher: runtime.dispatcher, encryptionKey: ctx.encryptionKey }, target).catch((error: unknown) => {
+      ctx.logger.error({ err: error, deliveryId, attempt }, 'webhook attempt could not be prepared');
+      return { requestedAt: new Date(), result: notSent(error) };
+    });
+    const delayMs = result.ok || result.gone
+      ? null
+      : retryDelayMs(attempt - claimed.series_start, { baseMs: ctx.config.WEBHOOK_RETRY_BASE_MS, retryAfterMs: result.retryAfterMs });
+
+    // The subscription's part first, then the log entry that ends the attempt: each outcome is
+    // recorded at most once per delivery, so if this process dies in between and the attempt runs
+    // again, nothing is counted twice.
+    const delivery = { employerId: claimed.employer_id, webhookId: claimed.webhook_id, deliveryId };
+    if (result.ok && claimed.failure_count > 0) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'succeeded', ...delivery });
+    else if (result.gone) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'gone', ...delivery });
+    else if (!result.ok && delayMs === null) await recordDeliveryOutcome(ctx, deliveryWorkerContext(delivery), { outcome: 'exhausted', ...delivery });
+
+    await finishAttempt(ctx.db.slonik, {
+      deliveryId,
+      attempt,
+      lease,
+      requestedAt,
+      result,
+      nextRetryAt: delayMs === null ? null : new Date(Date.now() + delayMs),
+    });
+  };
 
   const recover: Task = async (_payload, helpers) => {
     await runtime.workerLease();
     const recovered = await recoverInterruptedAttempts(ctx.db.slonik);
     if (recovered > 0) ctx.logger.warn({ recovered }, 'webhook attempts of a stopped worker process will run again');
+    const requeued = await requeueAbandonedAttempts(ctx.db.slonik, ABANDONED_CLAIM_MS);
+    if (requeued > 0) ctx.logger.warn({ requeued }, 'abandoned webhook attempt claims released; their attempts will run again');
     await helpers.addJob(RECOVER_TASK, {}, { jobKey: RECOVER_TASK, runAt: new Date(Date.now() + RECOVERY_INTERVAL_MS) });
   };
 

@@ -51,6 +51,18 @@ describe('cli', () => {
     expect(again.userId).toBe(created.adminUserId);
   }, 120_000);
 
+  it('creates a platform token shown once (--json), stored only as its hash, and revokes it', async () => {
+    const created = JSON.parse((await cli('platform-tokens', 'create', '--name', 'billing', '--families', 'invoice,authorization', '--json')).stdout);
+    expect(created).toEqual({ id: expect.stringMatching(/^ptok_/), token: expect.stringMatching(/^ptk_/) });
+    expect((await cli('platform-tokens', 'revoke', created.id)).stdout).toMatch(/revoked/);
+    const unknownFamily = await cli('platform-tokens', 'create', '--name', 'x', '--families', 'payroll').catch((error) => error);
+    expect(unknownFamily.code).toBe(2);
+    expect(unknownFamily.stderr).toMatch(/--families/);
+    const unknownToken = await cli('platform-tokens', 'revoke', 'ptok_nope').catch((error) => error);
+    expect(unknownToken.code).toBe(2);
+    expect(unknownToken.stderr).toMatch(/not found/);
+  }, 120_000);
+
   it('explains bad usage with exit code 2', async () => {
     const failure = await cli('tenants', 'create', '--name', 'NoEmail').catch((error) => error);
     expect(failure.code).toBe(2);

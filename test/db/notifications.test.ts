@@ -6,6 +6,7 @@ import { createNotifications, type Notifications } from '../../src/db/notificati
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { tenantStream } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { storeTestEventRegistry } from '../support/event-registry.ts';
 
 describe('notifications', () => {
   let database: TestDatabase;
@@ -63,7 +64,7 @@ describe('notifications', () => {
 
   it('announces appends through the database only while another process listens', async () => {
     const notifications = open();
-    const store = createPostgresEventStore(database.db.eventStore, notifications);
+    const store = createPostgresEventStore(database.db.eventStore, notifications, storeTestEventRegistry);
     const subscription = store.subscribeToAll({}, async () => {});
     await settlesOn(notifications, false);
     // A plain client listening is not a process of the service: it only counts what is sent.

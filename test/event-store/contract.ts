@@ -4,39 +4,57 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   START,
   WrongExpectedRevisionError,
   comparePositions,
   systemStream,
   tenantStream,
-  type EventMetadata,
+  type AppendMetadata,
   type EventStore,
   type ReadAllOptions,
   type RecordedEvent,
 } from '../../src/event-store/port.ts';
+import { createEventRegistry, eventSchema, InvalidEventError, UnreadableEventError, type EventRegistry } from '../../src/event-store/schemas.ts';
+import { storeTestEventRegistry, storeTestEvents } from '../support/event-registry.ts';
 
-export type EventStoreFactory = () => Promise<{ store: EventStore; cleanup(): Promise<void> }>;
+/** Opens the backend once; `store` makes an adapter on it that knows the given event schemas. */
+export type EventStoreFactory = () => Promise<{ store(registry: EventRegistry): EventStore; cleanup(): Promise<void> }>;
 
-const metadataFor = (tenantId: string, overrides: Partial<EventMetadata> = {}): EventMetadata => ({
+const metadataFor = (tenantId: string, overrides: Partial<AppendMetadata> = {}): AppendMetadata => ({
   tenantId,
   actor: { type: 'system', id: 'contract-test' },
   correlationId: randomUUID(),
   causationId: null,
-  schemaVersion: 1,
   occurredAt: new Date().toISOString(),
   ...overrides,
 });
+
+/** A later release's schemas: one more event type, and ThingNamed at version 2 (a `title` in place of `name`). */
+const newerRelease = createEventRegistry([
+  ...storeTestEvents.filter((schema) => schema.type !== 'ThingNamed'),
+  eventSchema('ThingArchived', z.object({ reason: z.string() })),
+  eventSchema('ThingNamed', z.object({ title: z.string(), nested: z.object({ list: z.array(z.unknown()), flag: z.boolean() }) }), {
+    version: 2,
+    upcasters: { 1: ({ name, ...rest }) => ({ title: name, ...rest }) },
+  }),
+]);
 
 const numbers = (events: RecordedEvent[]) => events.map((event) => event.data.n);
 
 export function eventStoreContract(name: string, factory: EventStoreFactory): void {
   describe(`${name} event store contract`, () => {
     let store: EventStore;
+    /** The same backend as written and read by a later release of the service. */
+    let newerStore: EventStore;
     let cleanup = async () => {};
     // Generous: the factory may have to pull and start a container.
     beforeAll(async () => {
-      ({ store, cleanup } = await factory());
+      const backend = await factory();
+      cleanup = backend.cleanup;
+      store = backend.store(storeTestEventRegistry);
+      newerStore = backend.store(newerRelease);
     }, 180_000);
     afterAll(async () => cleanup());
 
@@ -173,14 +191,13 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         actor: { type: 'apiKey', id: 'key-123' },
         correlationId: randomUUID(),
         causationId: randomUUID(),
-        schemaVersion: 3,
         occurredAt: '2025-01-02T03:04:05.678Z',
       });
       const data = { name: 'Ünïcødé ✓', nested: { list: [1, 'two', null], flag: true } };
       await store.appendToStream(tenant.stream('a'), [{ type: 'ThingNamed', data }], { expectedRevision: 'no_stream', metadata });
 
       const [fromStream] = await store.readStream(tenant.stream('a'));
-      expect(fromStream).toMatchObject({ type: 'ThingNamed', data, metadata, streamName: tenant.stream('a'), streamRevision: 0n });
+      expect(fromStream).toMatchObject({ type: 'ThingNamed', data, metadata: { ...metadata, schemaVersion: 1 }, streamName: tenant.stream('a'), streamRevision: 0n });
       expect(fromStream!.eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       expect(new Date(fromStream!.recordedAt).toISOString()).toBe(fromStream!.recordedAt);
       const [fromAll] = await readAllOnceVisible({ tenantId: tenant.tenantId }, 1);
@@ -196,6 +213,33 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
       expect(won).toHaveLength(1);
       expect(lost.every((result) => result.reason instanceof WrongExpectedRevisionError)).toBe(true);
       expect(await store.readStream(tenant.stream('a'))).toHaveLength(2);
+    });
+
+    describe('operator figures', () => {
+      it('reports the newest event as the head position', async () => {
+        const tenant = newTenant();
+        await tenant.append('a', [1], 'no_stream');
+        const last = await tenant.append('b', [2, 3], 'no_stream');
+        // Cases run one at a time, so nothing else has been written since.
+        expect(await store.headPosition()).toEqual(last.position);
+      });
+
+      it('counts the events after a position, of some types, up to a limit', async () => {
+        const tenant = newTenant();
+        const before = await store.headPosition();
+        // Cases run one at a time: after `before` there are only this case's events.
+        const [counted, other] = ['Counted', 'Claimed'];
+        await store.appendToStream(tenant.stream('a'), [1, 2, 3].map((n) => ({ type: counted, data: { n } })), { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+        const last = await store.appendToStream(tenant.stream('b'), [4, 5].map((i) => ({ type: other, data: { i } })), { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+
+        expect(await store.countEventsAfter(before)).toBe(5);
+        expect(await store.countEventsAfter(before, { types: [counted] })).toBe(3);
+        expect(await store.countEventsAfter(before, { types: [counted, other] })).toBe(5);
+        expect(await store.countEventsAfter(before, { types: [] })).toBe(0);
+        expect(await store.countEventsAfter(before, { limit: 2 })).toBe(2);
+        expect(await store.countEventsAfter(before, { types: [other], limit: 10 })).toBe(2);
+        expect(await store.countEventsAfter(last.position)).toBe(0);
+      });
     });
 
     describe('appendToStreams', () => {
@@ -301,6 +345,66 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
 
         expect(errors).toEqual([new Error('handler failed once')]);
         expect(numbers(subscription.events)).toEqual([1, 2]);
+      });
+    });
+
+    describe('event schemas', () => {
+      const nested = { list: [1, 'two', null], flag: true };
+
+      it('validates appended events against their schemas and writes nothing when one is invalid or of an unknown type', async () => {
+        const tenant = newTenant();
+        const append = (events: { type: string; data: Record<string, unknown> }[]) =>
+          store.appendToStream(tenant.stream('a'), events, { expectedRevision: 'any', metadata: metadataFor(tenant.tenantId) });
+        await expect(append([{ type: 'Counted', data: { n: 1 } }, { type: 'Counted', data: { n: 'two' } }])).rejects.toBeInstanceOf(InvalidEventError);
+        await expect(append([{ type: 'NeverDeclared', data: {} }])).rejects.toThrow(/No schema for event type NeverDeclared/);
+        await expect(
+          store.appendToStreams([
+            { streamName: tenant.stream('b'), events: [{ type: 'Counted', data: { n: 1 } }], expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) },
+            { streamName: tenant.stream('c'), events: [{ type: 'Claimed', data: {} }], expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) },
+          ]),
+        ).rejects.toBeInstanceOf(InvalidEventError);
+        for (const id of ['a', 'b', 'c']) expect(await store.readStream(tenant.stream(id))).toEqual([]);
+      });
+
+      it('upcasts events written under an older version and stamps each event with its schema version', async () => {
+        const tenant = newTenant();
+        await store.appendToStream(tenant.stream('a'), [{ type: 'ThingNamed', data: { name: 'first', nested } }], { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+        await newerStore.appendToStream(tenant.stream('a'), [{ type: 'ThingNamed', data: { title: 'second', nested } }, { type: 'Counted', data: { n: 3 } }], {
+          expectedRevision: 0n,
+          metadata: metadataFor(tenant.tenantId),
+        });
+
+        const read = await newerStore.readStream(tenant.stream('a'));
+        expect(read.map((event) => [event.data, event.metadata.schemaVersion])).toEqual([[{ title: 'first', nested }, 2], [{ title: 'second', nested }, 2], [{ n: 3 }, 1]]);
+        let all: RecordedEvent[] = [];
+        for (let attempt = 0; all.length < 3 && attempt < 1000; attempt++) {
+          all = await newerStore.readAll({ tenantId: tenant.tenantId });
+          if (all.length < 3) await pause(20);
+        }
+        expect(all.map((event) => [event.data, event.metadata.schemaVersion])).toEqual(read.map((event) => [event.data, event.metadata.schemaVersion]));
+      });
+
+      it('refuses to fold events a later release wrote, and passes them to readAll and subscriptions as stored, flagged unreadable', async () => {
+        const tenant = newTenant();
+        await store.appendToStream(tenant.stream('a'), [{ type: 'Counted', data: { n: 1 } }], { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+        await newerStore.appendToStream(tenant.stream('a'), [{ type: 'ThingArchived', data: { reason: 'done' } }], { expectedRevision: 0n, metadata: metadataFor(tenant.tenantId) });
+        await newerStore.appendToStream(tenant.stream('b'), [{ type: 'ThingNamed', data: { title: 'new', nested } }], { expectedRevision: 'no_stream', metadata: metadataFor(tenant.tenantId) });
+
+        await expect(store.readStream(tenant.stream('a'))).rejects.toBeInstanceOf(UnreadableEventError);
+        await expect(store.readStream(tenant.stream('b'))).rejects.toThrow(/written as version 2; this code knows up to version 1/);
+        const expected = [
+          { type: 'Counted', data: { n: 1 }, unreadable: undefined },
+          { type: 'ThingArchived', data: { reason: 'done' }, unreadable: expect.stringMatching(/no schema for event type ThingArchived/) },
+          { type: 'ThingNamed', data: { title: 'new', nested }, unreadable: expect.stringMatching(/written as version 2/) },
+        ];
+        const shape = (events: RecordedEvent[]) => events.map(({ type, data, unreadable }) => ({ type, data, unreadable }));
+        expect(shape(await readAllOnceVisible({ tenantId: tenant.tenantId }, 3))).toEqual(expected);
+
+        const delivered: RecordedEvent[] = [];
+        const subscription = store.subscribeToAll({ tenantId: tenant.tenantId }, async (events) => void delivered.push(...events));
+        for (let attempt = 0; delivered.length < 3 && attempt < 1000; attempt++) await pause(20);
+        await subscription.stop();
+        expect(shape(delivered)).toEqual(expected);
       });
     });
   });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendStatement, createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, comparePositions, type EventMetadata, type EventStore, type Position } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { storeTestEventRegistry } from '../support/event-registry.ts';
 
 const metadata = (tenantId: string): EventMetadata => ({
   tenantId,
@@ -20,7 +21,7 @@ describe('Postgres event store: global order', () => {
   let store: EventStore;
   beforeAll(async () => {
     database = await createTestDatabase();
-    store = createPostgresEventStore(database.db.eventStore, database.notifications);
+    store = createPostgresEventStore(database.db.eventStore, database.notifications, storeTestEventRegistry);
   });
   afterAll(async () => database?.cleanup());
 
@@ -52,7 +53,7 @@ describe('Postgres event store: global order', () => {
         await client.query(
           appendStatement([
             { streamName: `tenant-${tenantId}.held-${i}`, events: [{ type: 'Raced', data: { n: `held-${i}` } }], expectedRevision: 'no_stream', metadata: metadata(tenantId) },
-          ]),
+          ], storeTestEventRegistry),
         );
         return client;
       }),

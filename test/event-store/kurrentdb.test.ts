@@ -4,6 +4,7 @@ import { KurrentDbContainer } from '@testcontainers/kurrentdb';
 import { getContainerRuntimeClient } from 'testcontainers';
 import { describe } from 'vitest';
 import { createKurrentDbEventStore } from '../../src/event-store/kurrentdb.ts';
+import type { EventStore } from '../../src/event-store/port.ts';
 import { eventStoreContract } from './contract.ts';
 
 const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:latest';
@@ -19,11 +20,15 @@ if (noContainerRuntime) {
 describe.skipIf(noContainerRuntime)('KurrentDB', () => {
   eventStoreContract('KurrentDB', async () => {
     const container = await new KurrentDbContainer(KURRENTDB_IMAGE).start();
-    const store = createKurrentDbEventStore(container.getConnectionString());
+    const stores: EventStore[] = [];
     return {
-      store,
+      store(registry) {
+        const store = createKurrentDbEventStore(container.getConnectionString(), registry);
+        stores.push(store);
+        return store;
+      },
       async cleanup() {
-        await store.close();
+        for (const store of stores) await store.close();
         await container.stop();
       },
     };

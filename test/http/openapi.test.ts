@@ -25,6 +25,17 @@ describe('the OpenAPI description', () => {
     expect(document.components.schemas.Error).toBeDefined();
   });
 
+  it('names and tags every operation, each name once', async () => {
+    const document = (await (await fetch(`${service.url}/api/openapi`)).json()) as { paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>> };
+    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ at: `${method.toUpperCase()} ${path}`, ...operation })));
+    expect(operations.length).toBeGreaterThan(30);
+    expect(operations.filter((operation) => !operation.operationId || !/^[a-z][A-Za-z0-9]*$/.test(operation.operationId)).map((operation) => operation.at)).toEqual([]);
+    expect(operations.filter((operation) => (operation.tags ?? []).length === 0).map((operation) => operation.at)).toEqual([]);
+    const ids = operations.map((operation) => operation.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(operations.find((operation) => operation.at === 'GET /api/employer/webhooks/{webhookId}/deliveries')?.operationId).toBe('getEmployerWebhooksByWebhookIdDeliveries');
+  });
+
   it('serves a readable API reference at /docs', async () => {
     const response = await fetch(`${service.url}/docs/`, { redirect: 'follow' });
     expect(response.status).toBe(200);

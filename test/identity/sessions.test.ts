@@ -32,6 +32,33 @@ describe('sign-in links and browser sessions', () => {
     expect(setCookie).not.toMatch(/Secure/); // the test service's public URL is http
   });
 
+  it('redirects to next only when the URL parser resolves it to a path on this service (no open redirect)', async () => {
+    const tenant = await service.createTenant();
+    const locationAfterSignIn = async (next: string) => {
+      const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } }, { userId: tenant.adminUserId, via: 'cli' });
+      const response = await fetch(`${signInUrl}&next=${encodeURIComponent(next)}`, { redirect: 'manual' });
+      expect(response.status, next).toBe(302);
+      return response.headers.get('location');
+    };
+    const bypasses = [
+      '/\\evil.example', '//evil.example', '\\\\evil.example', 'https://evil.example/', '/%5Cevil.example', '/%2F%2Fevil.example', '/\t/evil.example',
+      '/\n/evil.example', '\t//evil.example', 'java\nscript:alert(1)', 'javascript:alert(1)', 'http:evil.example', '/.//evil.example', `${service.url}@evil.example/`,
+    ];
+    for (const next of bypasses) {
+      const location = await locationAfterSignIn(next);
+      expect(location, next).not.toBeNull();
+      // Either the default, or a path whose resolution stays on our origin.
+      expect(new URL(location!, service.url).origin, next).toBe(new URL(service.url).origin);
+      expect(location!.startsWith('//') || location!.includes('\\'), next).toBe(false);
+    }
+    expect(await locationAfterSignIn('/\\evil.example')).toBe('/api/auth/session');
+    expect(await locationAfterSignIn('//evil.example')).toBe('/api/auth/session');
+    expect(await locationAfterSignIn('https://evil.example/')).toBe('/api/auth/session');
+    expect(await locationAfterSignIn('/claims?tab=open#top')).toBe('/claims?tab=open#top');
+    expect(await locationAfterSignIn(`${service.url}/claims`)).toBe('/claims');
+    expect(await locationAfterSignIn('/a/../claims')).toBe('/claims');
+  });
+
   it('accepts a sign-in token once only', async () => {
     const tenant = await service.createTenant();
     const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: tenant.employerId, actor: { type: 'system', id: 't' } }, { userId: tenant.adminUserId, via: 'cli' });

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBatch, createProjectionWaiter, readCheckpoint } from '../../projections/runner.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
 import { tenantsProjection } from '../../projections/tenants/projection.ts';
-import type { Projection } from '../../src/event-store/projection.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, type EventStore } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { serviceEventRegistry } from '../support/event-registry.ts';
 
 const meta = (tenantId: string) => ({
   tenantId,
@@ -45,7 +45,7 @@ describe('projection runner', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    store = createPostgresEventStore(database.db.eventStore, database.notifications);
+    store = createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry);
   });
   afterAll(async () => database?.cleanup());
 
@@ -53,7 +53,7 @@ describe('projection runner', () => {
     await appendEmployers(store, 20, 'crash-');
     const batch = await readEverything(store, 20);
     let applied = 0;
-    const crashing: Projection = {
+    const crashing: typeof tenantsProjection = {
       ...tenantsProjection,
       async apply(tx, events) {
         // Write half the batch, then die as a process would mid-way.

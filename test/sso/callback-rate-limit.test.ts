@@ -15,7 +15,8 @@ describe('refused SAML callbacks per client address', () => {
   let service: TestService;
   beforeAll(async () => {
     const sso = createSsoCapability({ callbackFailureLimit: LIMIT });
-    service = await startTestService({ capabilities: capabilities.map((capability) => (capability.name === 'sso' ? sso : capability)) });
+    // The loopback proxy is trusted, so tests can present any client address in X-Forwarded-For.
+    service = await startTestService({ env: { TRUST_PROXY: '127.0.0.1' }, capabilities: capabilities.map((capability) => (capability.name === 'sso' ? sso : capability)) });
   });
   afterAll(async () => service?.stop());
 
@@ -37,5 +38,20 @@ describe('refused SAML callbacks per client address', () => {
     const failures = await service.ctx.db.slonik.oneFirst(sql.unsafe`
       SELECT count(*)::int FROM events WHERE tenant_id = ${tenant.employerId} AND type = 'SamlLoginFailed'`);
     expect(failures).toBe(LIMIT.burst);
+  });
+
+  it('counts refusals of IPv6 clients per /64: rotating addresses in one /64 does not renew the allowance', async () => {
+    const tenant = await service.createTenant();
+    await enableSaml(service, tenant, await createTestIdp());
+    const junk = Buffer.from('<samlp:Response>not signed</samlp:Response>').toString('base64');
+    const callbackFrom = (address: string) =>
+      fetch(`${service.url}/api/auth/saml/callback/${tenant.employerId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': address },
+        body: new URLSearchParams({ SAMLResponse: junk }),
+      });
+    for (let host = 1; host <= LIMIT.burst; host++) expect((await callbackFrom(`2001:db8:77:1::${host}`)).status).toBe(401);
+    expect((await callbackFrom('2001:db8:77:1:ffff::42')).status).toBe(429);
+    expect((await callbackFrom('2001:db8:77:2::1')).status).toBe(401); // another /64 has its own allowance
   });
 });

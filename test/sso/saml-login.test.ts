@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteUser, registerUser, setUserActive } from '../../src/tenants/commands.ts';
+import { changeUser, registerUser } from '../../src/tenants/commands.ts';
 import { ATTACKER_EMAIL, createTestIdp, type CraftResponseOptions, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableSaml, followSignIn, postCallback, postSso, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
@@ -92,7 +92,7 @@ describe('resolving the local user', () => {
     const email = `rehired-${randomUUID()}@acme.test`;
     const first = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }));
     const leaverId = (await sessionOf((await followSignIn(first.location!)).cookie!)).body.user.id;
-    await deleteUser(service.ctx.commands, context, tenant.employerId, leaverId, email);
+    await changeUser(service.ctx.commands, context, tenant.employerId, leaverId, () => ({ delete: true }));
     expect((await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email }))).body).toMatchObject({ code: 'USER_DEACTIVATED' });
 
     const profile = { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null };
@@ -105,7 +105,7 @@ describe('resolving the local user', () => {
     const tenant = await samlTenant();
     const first = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email: 'leaver@acme.test' }));
     const userId = (await sessionOf((await followSignIn(first.location!)).cookie!)).body.user.id;
-    await setUserActive(service.ctx.commands, { tenantId: tenant.employerId, actor: { type: 'system', id: 'test' } }, tenant.employerId, userId, false);
+    await changeUser(service.ctx.commands, { tenantId: tenant.employerId, actor: { type: 'system', id: 'test' } }, tenant.employerId, userId, (user) => ({ profile: user.profile, active: false }));
 
     const refused = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email: 'leaver@acme.test' }));
     expect(refused.status).toBe(403);

@@ -6,18 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandContext, CommandDeps } from '../../src/event-store/command-handler.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
-import { deleteUser, registerUser, updateUserProfile } from '../../src/tenants/commands.ts';
+import { changeUser, registerUser } from '../../src/tenants/commands.ts';
 import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
 import type { UserProfile } from '../../src/tenants/events.ts';
 import { userStream } from '../../src/tenants/user.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { serviceEventRegistry } from '../support/event-registry.ts';
 
 describe('user registration and e-mail changes', () => {
   let database: TestDatabase;
   let deps: CommandDeps;
   beforeAll(async () => {
     database = await createTestDatabase();
-    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications), waitForProjections: async () => {} };
+    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry), waitForProjections: async () => {} };
   });
   afterAll(async () => database?.cleanup());
 
@@ -29,6 +30,8 @@ describe('user registration and e-mail changes', () => {
       registerUser(deps, context, { employerId, role: 'PATIENT', profile: profile(email), active: true, source: 'scim', ...(userId ? { userId } : {}) });
     return { employerId, context, profile, register };
   };
+  const changeProfile = (context: CommandContext, employerId: string, userId: string, changes: Partial<UserProfile>) =>
+    changeUser(deps, context, employerId, userId, (user) => ({ profile: { ...user.profile, ...changes }, active: true }));
   const reservation = (email: string) => deps.eventStore.readStream(emailReservationStream(emailHash(email)));
   const uniqueEmail = () => `${randomUUID()}@registration.test`;
 
@@ -65,34 +68,34 @@ describe('user registration and e-mail changes', () => {
   });
 
   it('moves the claim with an e-mail change, and changes nothing when the new address is taken', async () => {
-    const { employerId, context, profile, register } = employer();
+    const { employerId, context, register } = employer();
     const before = uniqueEmail();
     const { userId } = await register(before);
     const after = uniqueEmail();
-    await updateUserProfile(deps, context, employerId, userId, profile(before), { email: after });
+    await changeProfile(context, employerId, userId, { email: after });
     expect((await reservation(before)).map((event) => event.type)).toEqual(['EmailReserved', 'EmailReleased']);
     expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
 
     const taken = uniqueEmail();
     await employer().register(taken);
     const userEvents = (await deps.eventStore.readStream(userStream(employerId, userId))).length;
-    await expect(updateUserProfile(deps, context, employerId, userId, profile(after), { email: taken })).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
+    await expect(changeProfile(context, employerId, userId, { email: taken })).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
     expect(await deps.eventStore.readStream(userStream(employerId, userId))).toHaveLength(userEvents);
     expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
   });
 
   it("frees a deleted user's e-mail in the same write as the deletion, and refuses later changes to that user", async () => {
-    const { employerId, context, profile, register } = employer();
+    const { employerId, context, register } = employer();
     const email = uniqueEmail();
     const { userId } = await register(email);
-    const { position } = await deleteUser(deps, context, employerId, userId, email);
+    const { position } = await changeUser(deps, context, employerId, userId, () => ({ delete: true }));
     const [deleted] = (await deps.eventStore.readStream(userStream(employerId, userId))).slice(-1);
     const [released] = (await reservation(email)).slice(-1);
     expect(deleted).toMatchObject({ type: 'UserDeactivated', data: { scimDeleted: true } });
     expect(released).toMatchObject({ type: 'EmailReleased', data: { userId } });
     expect(released!.position.commit).toBe(deleted!.position.commit);
     expect(position).not.toBeNull();
-    await expect(updateUserProfile(deps, context, employerId, userId, profile(email), { givenName: 'Late' })).rejects.toMatchObject({ status: 404 });
+    await expect(changeProfile(context, employerId, userId, { givenName: 'Late' })).rejects.toMatchObject({ status: 404 });
     await expect(employer().register(email)).resolves.toMatchObject({ position: expect.anything() });
   });
 });

@@ -3,7 +3,10 @@
 import { verify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Capability } from '../../src/capability.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
+import { eventSchema } from '../../src/event-store/schemas.ts';
 import { webhookEventMappings } from '../../src/webhooks/event-types.ts';
 import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -11,6 +14,9 @@ import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type
 
 // A broadcast event for these tests: a stand-in for a future capability's domain event (say
 // InvoicePaid -> invoice.paid), appended through the real event store.
+/** The made-up domain event these tests turn into invoice.paid webhooks. */
+const invoiceEvents: Capability = { name: 'test-invoices', events: [eventSchema('TestInvoicePaid', z.object({ invoiceId: z.string() }))] };
+
 const testMappings = {
   ...webhookEventMappings,
   TestInvoicePaid: { webhookEvent: 'invoice.paid', data: (event: RecordedEvent) => ({ invoiceId: event.data.invoiceId }) },
@@ -21,7 +27,7 @@ let service: TestService;
 
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver, testMappings) });
+  service = await startTestService({ env: webhookEnv(), capabilities: [...capabilitiesTrusting(receiver, testMappings), invoiceEvents] });
 });
 afterAll(async () => {
   await service?.stop();
@@ -47,7 +53,7 @@ async function deliveriesOf(api: ApiClient, webhookId: string, query = '') {
 async function appendInvoicePaid(employerId: string, invoiceId: string) {
   await service.ctx.eventStore.appendToStream(`tenant-${employerId}.invoice-${invoiceId}`, [{ type: 'TestInvoicePaid', data: { invoiceId } }], {
     expectedRevision: 'no_stream',
-    metadata: { tenantId: employerId, actor: { type: 'system', id: 'test' }, correlationId: crypto.randomUUID(), causationId: null, schemaVersion: 1, occurredAt: new Date().toISOString() },
+    metadata: { tenantId: employerId, actor: { type: 'system', id: 'test' }, correlationId: crypto.randomUUID(), causationId: null, occurredAt: new Date().toISOString() },
   });
 }
 

@@ -1,0 +1,97 @@
+// Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
+// IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
+// shown once, with rotation.
+import type { components } from '../../generated/api.d.ts';
+import { api, ok } from '../api.ts';
+import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
+import type { Page, Session } from '../main.ts';
+
+type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
+type SsoBody = { samlEnabled?: boolean; samlMetadataUrl?: string; samlEntryPoint?: string; samlIssuer?: string; samlCertificate?: string; scimEnabled?: boolean; rotateScimToken?: boolean };
+
+const TOKEN_WARNING = 'Copy this SCIM bearer token into your identity provider now: it is shown only this once. Rotating it stops the previous one at once.';
+
+export const ssoPage: Page = {
+  title: 'Single sign-on',
+  async render(main, session: Session) {
+    const status = notice();
+    const once = h('div');
+    const body = h('div');
+
+    const save = async (update: SsoBody, done: string) => {
+      status.clear();
+      try {
+        const result: SsoUpdate = await ok(api.POST('/api/employer/sso', { body: update as never }));
+        await refresh();
+        if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, TOKEN_WARNING));
+        status.ok(done);
+      } catch (error) {
+        status.fail(error);
+      }
+    };
+
+    const refresh = async () => {
+      const sso = await ok(api.GET('/api/employer/sso'));
+      const metadataUrl = h('input', { name: 'samlMetadataUrl', type: 'url', value: sso.samlMetadataUrl ?? '' });
+      const entryPoint = h('input', { name: 'samlEntryPoint', type: 'url', value: sso.samlEntryPoint ?? '' });
+      const issuer = h('input', { name: 'samlIssuer', value: sso.samlIssuer ?? '' });
+      const certificate = h('textarea', { name: 'samlCertificate', rows: 4 });
+      certificate.value = sso.samlCertificate ?? '';
+      const enabled = h('input', { type: 'checkbox', id: 'saml-enabled', ...(sso.samlEnabled ? { checked: true } : {}) });
+      const copyAcs = h('span', { role: 'status', 'aria-live': 'polite' });
+
+      const saml = h('form', {
+        'aria-label': 'SAML settings',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const update: SsoBody = { samlEnabled: enabled.checked };
+          if (metadataUrl.value) update.samlMetadataUrl = metadataUrl.value;
+          else Object.assign(update, { samlEntryPoint: entryPoint.value || undefined, samlIssuer: issuer.value || undefined, samlCertificate: certificate.value || undefined });
+          void save(update, 'SAML settings saved.');
+        },
+      },
+        h('h2', {}, 'SAML'),
+        field('IdP metadata URL', metadataUrl, 'When given, the entry point, issuer and certificate are read from it.'),
+        field('IdP entry point (SSO URL)', entryPoint),
+        field('IdP issuer (entity id)', issuer),
+        field('IdP signing certificate (PEM)', certificate),
+        h('div', { class: 'check' }, enabled, h('label', { for: enabled.id }, 'SAML sign-in enabled')),
+        h('button', { type: 'submit' }, 'Save SAML settings'),
+        sso.samlCertificates.length > 0
+          ? h('ul', {}, sso.samlCertificates.map((cert) => h('li', {}, `${cert.subject}, valid until ${formatDate(cert.validTo)}`)))
+          : null,
+      );
+
+      const forIdp = h('section', { 'aria-label': 'For your identity provider' },
+        h('h2', {}, 'For your identity provider'),
+        h('dl', {},
+          h('dt', {}, 'SP entity id'), h('dd', {}, h('code', {}, sso.spEntityId)),
+          h('dt', {}, 'ACS URL'), h('dd', {}, h('code', {}, sso.acsUrl), ' ',
+            h('button', { type: 'button', onclick: () => navigator.clipboard.writeText(sso.acsUrl).then(() => (copyAcs.textContent = 'Copied.'), () => (copyAcs.textContent = 'Copy failed.')) }, 'Copy ACS URL'), copyAcs),
+          h('dt', {}, 'SCIM base URL'), h('dd', {}, h('code', {}, sso.scimBaseUrl)),
+        ),
+        h('p', {},
+          h('a', { href: sso.spMetadataUrl, download: 'sp-metadata.xml' }, 'Download SP metadata'), ' · ',
+          h('a', { href: `/api/auth/saml/start/${encodeURIComponent(session.employerId)}?returnTo=${encodeURIComponent('/#/sso')}` }, 'Test sign-in with SAML'),
+        ),
+      );
+
+      const scim = h('section', { 'aria-label': 'SCIM provisioning' },
+        h('h2', {}, 'SCIM provisioning'),
+        h('p', { 'data-testid': 'scim-state' }, sso.scimEnabled
+          ? `SCIM is on. Token ${sso.scimTokenExists ? `issued ${formatDate(sso.scimTokenRotatedAt)}` : 'not issued'}.`
+          : 'SCIM is off.'),
+        sso.scimEnabled
+          ? [
+            h('button', { type: 'button', onclick: () => confirm('Issue a new SCIM token? The current one stops working at once.') && save({ rotateScimToken: true }, 'SCIM token rotated.') }, 'Rotate SCIM token'),
+            h('button', { type: 'button', class: 'danger', onclick: () => confirm('Turn SCIM off? Its token is revoked.') && save({ scimEnabled: false }, 'SCIM turned off.') }, 'Turn SCIM off'),
+          ]
+          : h('button', { type: 'button', onclick: () => save({ scimEnabled: true }, 'SCIM turned on.') }, 'Turn SCIM on'),
+      );
+      body.replaceChildren(saml, forIdp, scim);
+    };
+
+    main.append(status.element, once, body);
+    await refresh();
+  },
+};

@@ -1,0 +1,65 @@
+// The bounds of every request, named once. Each string field a route reads has a maximum length and
+// each array a maximum size in its zod schema (so /api/openapi documents them); bodies are bounded in
+// bytes before they are parsed. A bound exists so no single request can write a value some read
+// model, index or log cannot hold (a 4,000-character SCIM userName once stopped the users projection:
+// Postgres refuses btree index entries over 2,704 bytes). Lengths are in UTF-16 code units, as zod
+// counts them: at most 3 bytes each in UTF-8, so 256 units stay well inside an index entry.
+
+/** Largest request body on every route that names no other limit. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** The request line and headers together (Node's default, stated): 431 past it. */
+export const HEADERS_LIMIT_BYTES = 16 * 1024;
+/** Nesting of arrays and objects in a JSON body: deeper input is refused before anything walks it recursively. */
+export const JSON_DEPTH_MAX = 32;
+
+/** A display name a person types: key name, tenant name, person's given or family name. */
+export const NAME_MAX = 200;
+/** A free-text description. */
+export const DESCRIPTION_MAX = 1_000;
+/** Any URL or path we accept (webhook target, SAML endpoints, returnTo). */
+export const URL_MAX = 2_048;
+/** An e-mail address (RFC 5321: a path is at most 256 octets, the address inside it 254). */
+export const EMAIL_MAX = 254;
+/** An opaque identifier in a path or query (ids are UUIDs or prefixed tokens, far shorter). */
+export const ID_MAX = 100;
+/** A short code or type word (a webhook event type, an e-mail type such as "work"). */
+export const CODE_MAX = 100;
+/** An ISO 8601 timestamp (35 characters with nanoseconds and an offset). */
+export const TIMESTAMP_MAX = 64;
+/** A one-time sign-in token or a paging cursor. */
+export const TOKEN_MAX = 200;
+/** Entries in an API key's IP allowlist. */
+export const CIDR_LIST_MAX = 100;
+/** One CIDR or address in text form (the longest IPv6 form with a prefix is 49 characters). */
+export const CIDR_MAX = 100;
+
+/** A SAML attribute name or NameID format (URNs and URIs in practice). */
+export const SAML_ATTRIBUTE_MAX = 256;
+/** The IdP's entity id. */
+export const SAML_ISSUER_MAX = 1_024;
+/** PEM text of the IdP's signing certificates: a few certificates during a rollover. */
+export const SAML_CERTIFICATE_MAX = 64 * 1024;
+/** The SAML callback's form body (src/sso/saml.ts refuses responses over 512 KiB once decoded anyway). */
+export const SAML_CALLBACK_BODY_LIMIT_BYTES = 1024 * 1024;
+/** The base64 SAMLResponse field: 512 KiB of XML is 699,052 characters of base64. */
+export const SAML_RESPONSE_MAX = 700_000;
+
+/** SCIM userName, externalId, displayName (users and groups): each is indexed. */
+export const SCIM_TEXT_MAX = 256;
+/** E-mail addresses of one SCIM user. */
+export const SCIM_EMAILS_MAX = 10;
+/** Members of one SCIM group, in a PUT body and after a PATCH. */
+export const SCIM_GROUP_MEMBERS_MAX = 10_000;
+/** A SCIM filter, or an attributes/excludedAttributes list. */
+export const SCIM_QUERY_MAX = 2_048;
+/** Schema URNs in a SCIM PATCH body (one is expected). */
+export const SCIM_PATCH_SCHEMAS_MAX = 10;
+/** A SCIM PATCH attribute path such as `emails[type eq "work"].value`. */
+export const SCIM_PATH_MAX = 1_024;
+
+/** "1 MiB", "64 KiB", "512 bytes": the limit as a person reads it in an error message. */
+export function formatBytes(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
