@@ -2,6 +2,7 @@
 import { apiKeysCapability } from './api-keys/capability.ts';
 import { auditCapability } from './audit/capability.ts';
 import type { Capability } from './capability.ts';
+import { exportsCapability } from './exports/capability.ts';
 import { consoleCapability } from './console/plugin.ts';
 import { identityCapability } from './identity/capability.ts';
 import { operationsCapability } from './operations/capability.ts';
@@ -12,4 +13,4 @@ import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability, consoleCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];

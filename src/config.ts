@@ -29,6 +29,7 @@ const configSchema = z
     API_KEY_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
     /** FHIR calls per employer and minute (SPEC 8), counted per process. */
     FHIR_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
+    EXPORT_RETENTION_DAYS: z.coerce.number().positive().default(7),
     WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
     /** How long a webhook target's host name may take to resolve; past it the attempt fails. */

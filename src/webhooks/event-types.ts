@@ -43,6 +43,11 @@ export const webhookEventMappings: WebhookEventMappings = {
     webhookEvent: 'cohort.uploaded',
     data: ({ data }) => ({ cohortId: data.cohortId, received: data.received, created: data.created, updated: data.updated, unchanged: data.unchanged }),
   },
+  // An asynchronous export (CSV, FHIR Bulk Data) completed: where to download it.
+  ExportCompleted: {
+    webhookEvent: 'export.ready',
+    data: ({ data }) => ({ exportId: data.exportId, kind: data.kind, rowCount: data.rowCount, downloadUrl: data.downloadUrl }),
+  },
   // Platform workflows (src/workflows/): the data shapes are webhookDataSchemas (./payloads.ts).
   // POST /api/employer/authorizations/{id}/review.
   AuthorizationReviewed: {

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 
 /** First key of every lease lock (the second is the lease): keeps these locks apart from others. */
-const LEASE_LOCK_NAMESPACE = 7_240_005;
+export const LEASE_LOCK_NAMESPACE = 7_240_005;
 
 export const RECOVER_TASK = 'webhook_recover_attempts';
 export const RECOVERY_INTERVAL_MS = 60_000;

@@ -1,0 +1,160 @@
+// FHIR Bulk Data routes (Bulk Data Access IG 2.0, SPEC 4.4): kick-off at [base]/$export and
+// [base]/Patient/$export (GET, or POST with a Parameters body or the same parameters in the query),
+// status and manifest at /api/fhir/bulk-export/{exportId}, its NDJSON files, and DELETE to cancel.
+// Errors are OperationOutcomes. Every patient resource type is in the Patient compartment, so both
+// kick-offs export the same types.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../fhir/outcome.ts';
+import { FHIR_PATH } from '../fhir/routes.ts';
+import { FHIR_RESOURCE_TYPES } from '../fhir/search-parameters.ts';
+import { defineRoute } from '../http/route.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from './bulk-data.ts';
+import { cancelExport, fileStream, getExport, insertExport } from './store.ts';
+import { queueExportJob } from './tasks.ts';
+
+const tags = ['FHIR Bulk Data'];
+const auth = { modes: ['apiKey', 'session'], scope: 'fhir:read' } as const;
+const NDJSON_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
+/** What a client is told to wait between polls. */
+const RETRY_AFTER_SECONDS = 2;
+
+const kickOffQuery = z
+  .object({
+    _type: z.union([z.string().max(500), z.array(z.string().max(500)).max(20)]).optional().meta({ description: `Comma-separated resource types, of ${FHIR_RESOURCE_TYPES.join(', ')}; all by default.` }),
+    _since: z.string().max(40).optional().meta({ description: 'Only resources last updated after this instant.' }),
+    _outputFormat: z.string().max(100).optional().meta({ description: 'application/fhir+ndjson (default), application/ndjson or ndjson.' }),
+  })
+  .catchall(z.unknown());
+const parametersBody = z
+  .object({ resourceType: z.literal('Parameters'), parameter: z.array(z.object({ name: z.string().max(100) }).catchall(z.unknown())).max(50).optional() })
+  .optional()
+  .meta({ description: 'A FHIR Parameters resource with _type, _since, _outputFormat (valueString / valueInstant).' });
+const exportIdParams = z.object({ exportId: z.string().max(64) });
+const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
+
+/** The kick-off's parameters, from the query and a Parameters body together (clients send either). */
+function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQuery>, body: z.infer<typeof parametersBody>): Omit<BulkRequest, 'url'> {
+  const values = (name: string): string[] => {
+    const fromQuery = query[name];
+    const fromBody = (body?.parameter ?? []).filter((p) => p.name === name).map((p) => p.valueString ?? p.valueInstant ?? p.valueCode);
+    return [...(Array.isArray(fromQuery) ? fromQuery : fromQuery === undefined ? [] : [fromQuery]), ...fromBody].map(String);
+  };
+  if (!String(request.headers.prefer ?? '').includes('respond-async')) throw fhirError(400, 'A bulk export needs the header Prefer: respond-async.');
+  const formats = values('_outputFormat');
+  const badFormat = formats.find((format) => !NDJSON_FORMATS.has(format));
+  if (badFormat) throw fhirError(400, `_outputFormat ${badFormat} is not supported: application/fhir+ndjson only.`);
+  const requested = values('_type').flatMap((types) => types.split(',')).map((type) => type.trim()).filter(Boolean);
+  const unsupported = requested.filter((type) => !(FHIR_RESOURCE_TYPES as readonly string[]).includes(type));
+  if (unsupported.length > 0) throw fhirError(400, `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
+  const since = values('_since')[0] ?? null;
+  if (since !== null && (!/^\d{4}-\d{2}-\d{2}T/.test(since) || Number.isNaN(Date.parse(since)))) throw fhirError(400, `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z); got ${since}.`);
+  const types = requested.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => requested.includes(type)) : [...FHIR_RESOURCE_TYPES];
+  return { types, since };
+}
+
+export function bulkDataRoutes(): RoutePlugin {
+  return async function bulkDataRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    fastify.addContentTypeParser(FHIR_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+
+    for (const level of ['', '/Patient'] as const) {
+      for (const method of ['GET', 'POST'] as const) {
+        defineRoute(fastify, ctx, {
+          method,
+          url: `${FHIR_PATH}${level}/$export`,
+          summary: `Start a FHIR Bulk Data export${level ? ' of the Patient compartment' : ''}`,
+          description:
+            `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. While an export of the employer is pending or running, another kick-off is 429 with Retry-After. ` +
+            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.`,
+          tags,
+          auth,
+          errorShape: fhirErrorShape,
+          querystring: kickOffQuery,
+          ...(method === 'POST' ? { body: parametersBody } : {}),
+          responses: { 202: { description: 'Accepted; poll Content-Location' } },
+          handler: async ({ query, body, principal, request, reply }) => {
+            const bulkRequest: BulkRequest = { ...bulkRequestOf(request, query, body as z.infer<typeof parametersBody>), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
+            const exportId = randomUUID();
+            const busy = await ctx.db.slonik.transaction(async (tx) => {
+              // One kick-off at a time per employer decides whether another export is in flight.
+              await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtext(${`bulk-export:${principal.employerId}`}))`);
+              const inFlight = await tx.exists(sql.unsafe`SELECT 1 FROM exports WHERE employer_id = ${principal.employerId} AND kind = 'fhir' AND status IN ('pending', 'running')`);
+              if (inFlight) return true;
+              await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
+              await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
+              return false;
+            });
+            if (busy) {
+              reply.header('retry-after', String(RETRY_AFTER_SECONDS * 5));
+              throw fhirError(429, 'A bulk export of this employer is already running; retry when it has completed.');
+            }
+            return reply.status(202).header('content-location', bulkStatusUrl(ctx, exportId)).send();
+          },
+        });
+      }
+    }
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: `${FHIR_PATH}/bulk-export/:exportId`,
+      summary: 'The status of a FHIR Bulk Data export; its manifest once completed',
+      description: '202 with X-Progress and Retry-After while it runs; 200 with the manifest and Expires when completed; 500 OperationOutcome if it failed; 404 once cancelled or for another employer; 410 once expired.',
+      tags,
+      auth,
+      errorShape: fhirErrorShape,
+      params: exportIdParams,
+      responses: { 200: { description: 'The manifest', schema: z.record(z.string(), z.unknown()) }, 202: { description: 'In progress' } },
+      handler: async ({ params, principal, reply }) => {
+        const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'fhir');
+        if (!row || row.status === 'cancelled') throw fhirError(404, 'No such bulk export.');
+        if (row.status === 'expired') throw fhirError(410, `This export's files expired at ${row.expires_at}.`);
+        if (row.status === 'failed') throw fhirError(500, row.failure ?? 'The export failed.');
+        if (row.status !== 'completed') {
+          return reply.status(202).header('x-progress', `${row.progress}%`).header('retry-after', String(RETRY_AFTER_SECONDS)).send();
+        }
+        const request = row.request as BulkRequest;
+        reply.header('expires', new Date(row.expires_at!).toUTCString()).type('application/json');
+        return { transactionTime: row.transaction_time, request: request.url, requiresAccessToken: true, output: await bulkOutput(ctx, row), error: [] };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'DELETE',
+      url: `${FHIR_PATH}/bulk-export/:exportId`,
+      summary: 'Cancel a FHIR Bulk Data export and delete its files',
+      tags,
+      auth,
+      errorShape: fhirErrorShape,
+      params: exportIdParams,
+      responses: { 202: { description: 'Cancelled' } },
+      handler: async ({ params, principal, reply }) => {
+        if (!(await cancelExport(ctx.db.slonik, principal.employerId, params.exportId))) throw fhirError(404, 'No such bulk export.');
+        return reply.status(202).send();
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: `${FHIR_PATH}/bulk-export/:exportId/files/:fileName`,
+      summary: 'One NDJSON file of a completed FHIR Bulk Data export',
+      tags,
+      auth,
+      errorShape: fhirErrorShape,
+      params: fileParams,
+      responses: { 200: { description: 'One resource a line', contentType: 'application/fhir+ndjson', schema: z.string() } },
+      handler: async ({ params, principal, reply }) => {
+        const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'fhir');
+        if (!row || row.status === 'cancelled') throw fhirError(404, 'No such bulk export.');
+        if (row.status === 'expired') throw fhirError(410, `This export's files expired at ${row.expires_at}.`);
+        if (row.status !== 'completed') throw fhirError(404, 'This export has not completed.');
+        const exists = await ctx.db.slonik.exists(sql.unsafe`SELECT 1 FROM export_chunks WHERE employer_id = ${principal.employerId} AND export_id = ${row.export_id} AND file_name = ${params.fileName}`);
+        if (!exists) throw fhirError(404, `No file ${params.fileName} in this export.`);
+        return reply.type('application/fhir+ndjson').send(fileStream(ctx.db.slonik, { employerId: principal.employerId, exportId: row.export_id }, params.fileName));
+      },
+    });
+  };
+}

@@ -1,0 +1,30 @@
+// The roster as exports read it: keyset pages of the patients read model (erased patients are never
+// in it), newest first, one page in memory at a time.
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import type { Keyset } from '../http/page.ts';
+import { listRoster, rosterPatient } from '../../projections/patients/queries.ts';
+
+export const EXPORT_PAGE_ROWS = 1000;
+export type RosterPatient = z.infer<typeof rosterPatient>;
+
+/** The next page is read while the caller handles the current one (reads and writes overlap). */
+export async function* rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null) {
+  const read = (from: Keyset | null) => {
+    const page = listRoster(pool, employerId, { limit: EXPORT_PAGE_ROWS, after: from });
+    page.catch(() => {}); // a caller that stopped early never awaits it; one that awaits it sees the error
+    return page;
+  };
+  let pending = read(after);
+  for (;;) {
+    const page = await pending;
+    if (page.next) pending = read(page.next);
+    yield page;
+    if (!page.next) return;
+  }
+}
+
+export async function countPatients(pool: CommonQueryMethods, employerId: string): Promise<number> {
+  return pool.oneFirst(sql.type(z.object({ count: z.number() }))`
+    SELECT count(*)::int AS count FROM fhir_resources WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased`);
+}

@@ -1,0 +1,155 @@
+// Employer export routes (SPEC 4.2): the roster as streamed JSON, and the asynchronous CSV export
+// (create, status, download). Every export id is looked up within the caller's employer: another
+// employer's id is a 404.
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { notFound } from '../http/errors.ts';
+import { defineRoute } from '../http/route.ts';
+import type { RoutePlugin } from '../http/server.ts';
+import { rosterPatient } from '../../projections/patients/queries.ts';
+import { employerReport } from './pdf.ts';
+import { countPatients, rosterPages } from './roster.ts';
+import { fileStream, getExport, insertExport, type ExportRow } from './store.ts';
+import { CSV_FILE, queueExportJob } from './tasks.ts';
+
+const tags = ['Exports'];
+const readAuth = { modes: ['apiKey', 'session'], scope: 'export:read' } as const;
+const CSV_EXPORTS_URL = '/api/employer/export/csv/exports';
+
+const rosterExport = z
+  .object({ employerId: z.string(), generatedAt: z.string(), patientCount: z.number().int(), patients: z.array(rosterPatient) })
+  .meta({ id: 'RosterExport' });
+
+const csvExportStatus = z
+  .object({
+    exportId: z.string(),
+    status: z.enum(['pending', 'running', 'completed', 'failed', 'expired']),
+    progress: z.number().int().min(0).max(100),
+    rowCount: z.number().int(),
+    createdAt: z.string(),
+    completedAt: z.string().nullable(),
+    expiresAt: z.string().nullable(),
+  })
+  .meta({ id: 'CsvExportStatus' });
+
+const exportIdParams = z.object({ exportId: z.string().max(64) });
+
+function statusOf(row: ExportRow): z.infer<typeof csvExportStatus> {
+  return {
+    exportId: row.export_id,
+    status: row.status === 'cancelled' ? 'failed' : row.status,
+    progress: row.progress,
+    rowCount: row.row_count,
+    createdAt: row.created_at,
+    completedAt: row.completed_at,
+    expiresAt: row.expires_at,
+  };
+}
+
+/** `{ employerId, generatedAt, patientCount, patients: [` then one keyset page at a time, then `]}`. */
+async function* rosterJson(ctx: AppContext, employerId: string) {
+  const patientCount = await countPatients(ctx.db.slonik, employerId);
+  yield `{"employerId":${JSON.stringify(employerId)},"generatedAt":"${new Date().toISOString()}","patientCount":${patientCount},"patients":[`;
+  let first = true;
+  for await (const page of rosterPages(ctx.db.slonik, employerId)) {
+    if (page.patients.length === 0) continue;
+    yield (first ? '' : ',') + page.patients.map((patient) => JSON.stringify(patient)).join(',');
+    first = false;
+  }
+  yield ']}';
+}
+
+export function exportRoutes(): RoutePlugin {
+  return async function exportRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/export',
+      summary: 'The roster as JSON, streamed',
+      description:
+        'Every patient of the employer (erased patients never), newest first, streamed page by page so memory stays flat whatever the roster size. ' +
+        '`patientCount` is counted when the export starts; patients registered while it streams may be missing from `patients`.',
+      tags,
+      auth: readAuth,
+      responses: { 200: { description: 'The roster', schema: rosterExport } },
+      handler: async ({ principal, reply }) => {
+        reply.header('content-disposition', 'attachment; filename="roster.json"');
+        return reply.type('application/json; charset=utf-8').send(Readable.from(rosterJson(ctx, principal.employerId)));
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: '/api/employer/export/pdf',
+      summary: 'A PDF report of the employer, streamed',
+      description: 'Employer name, generation time, counts (patients, cohorts, active API keys, active webhooks) and the roster as a table (name, e-mail, birth date, external id) whose header repeats on every page.',
+      tags,
+      auth: readAuth,
+      responses: { 200: { description: 'The report', contentType: 'application/pdf', schema: z.string() } },
+      handler: async ({ principal, reply }) => {
+        reply.header('content-disposition', 'attachment; filename="employer-report.pdf"');
+        return reply.type('application/pdf').send(employerReport(ctx.db.slonik, principal.employerId));
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/export/csv',
+      summary: 'Start a CSV export of the roster',
+      description:
+        'Answers 202 at once with `Location` = the status URL; a worker writes the file. It is downloadable for EXPORT_RETENTION_DAYS (7 by default) once ' +
+        'completed, then answers 410. The webhook event export.ready `{ exportId, kind: "csv", rowCount, downloadUrl }` is sent when it completes. ' +
+        'Cells beginning with =, +, -, @, tab or carriage return are prefixed with an apostrophe (formula injection).',
+      tags,
+      auth: { modes: ['apiKey', 'session'], scope: 'export:create' },
+      idempotent: true,
+      responses: { 202: { description: 'Queued', schema: z.object({ exportId: z.string(), status: z.literal('pending') }) } },
+      handler: async ({ principal, reply }) => {
+        const exportId = randomUUID();
+        await ctx.db.slonik.transaction(async (tx) => {
+          await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'csv' });
+          await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
+        });
+        reply.status(202).header('location', `${ctx.config.PUBLIC_BASE_URL}${CSV_EXPORTS_URL}/${exportId}`);
+        return { exportId, status: 'pending' as const };
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: `${CSV_EXPORTS_URL}/:exportId`,
+      summary: 'The state of a CSV export',
+      tags,
+      auth: readAuth,
+      params: exportIdParams,
+      responses: { 200: { description: 'Its state', schema: csvExportStatus } },
+      handler: async ({ params, principal }) => {
+        const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'csv');
+        if (!row) throw notFound('Export');
+        return statusOf(row);
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'GET',
+      url: `${CSV_EXPORTS_URL}/:exportId/download`,
+      summary: 'Download a completed CSV export',
+      description: '`text/csv; charset=utf-8`, streamed. 409 EXPORT_NOT_READY until it is completed (or when it failed), 410 EXPORT_EXPIRED after its expiry.',
+      tags,
+      auth: readAuth,
+      params: exportIdParams,
+      responses: { 200: { description: 'The CSV file (header row, then one row per patient)', contentType: 'text/csv', schema: z.string() } },
+      handler: async ({ params, principal, reply }) => {
+        const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'csv');
+        if (!row) throw notFound('Export');
+        if (row.status === 'expired') throw new DomainError(410, 'EXPORT_EXPIRED', `This export expired at ${row.expires_at}; start a new one.`);
+        if (row.status !== 'completed') throw new DomainError(409, 'EXPORT_NOT_READY', `This export is ${statusOf(row).status}; download it once it is completed.`, { status: statusOf(row).status });
+        reply.header('content-disposition', `attachment; filename="roster-${row.export_id}.csv"`);
+        return reply.type('text/csv; charset=utf-8').send(fileStream(ctx.db.slonik, { employerId: principal.employerId, exportId: row.export_id }, CSV_FILE));
+      },
+    });
+  };
+}

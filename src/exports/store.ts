@@ -1,0 +1,129 @@
+// The `exports` and `export_chunks` tables (migrations/0026_exports.sql): an export's state and its
+// files, every read and write scoped by employer. A file is the ordered chunks of one `file_name`.
+import { Readable } from 'node:stream';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+
+export const EXPORT_STATUSES = ['pending', 'running', 'completed', 'failed', 'expired', 'cancelled'] as const;
+export type ExportStatus = (typeof EXPORT_STATUSES)[number];
+export type ExportKind = 'csv' | 'fhir';
+
+const exportRow = z.object({
+  employer_id: z.string(),
+  export_id: z.string(),
+  kind: z.enum(['csv', 'fhir']),
+  status: z.enum(EXPORT_STATUSES),
+  progress: z.number(),
+  row_count: z.number(),
+  total_rows: z.number().nullable(),
+  resume_after: z.unknown(),
+  failure: z.string().nullable(),
+  request: z.unknown(),
+  transaction_time: z.string().nullable(),
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+  expires_at: z.string().nullable(),
+});
+export type ExportRow = z.infer<typeof exportRow>;
+
+const isoColumns = sql.fragment`employer_id, export_id, kind, status, progress, row_count, total_rows, resume_after, failure, request,
+  to_char(transaction_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS transaction_time,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+  to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS completed_at,
+  to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS expires_at`;
+
+/** A new export; FHIR Bulk Data ones carry their request, and their transactionTime is now. */
+export async function insertExport(tx: CommonQueryMethods, input: { employerId: string; exportId: string; kind: ExportKind; request?: unknown }): Promise<ExportRow> {
+  return tx.one(sql.type(exportRow)`
+    INSERT INTO exports (employer_id, export_id, kind, status, request, transaction_time)
+    VALUES (${input.employerId}, ${input.exportId}, ${input.kind}, 'pending', ${input.request === undefined ? null : sql.jsonb(input.request as never)}, ${input.kind === 'fhir' ? sql.fragment`now()` : null})
+    RETURNING ${isoColumns}`);
+}
+
+/** Starts (or resumes) a run: `running`, the total counted once, and the lease and worker of this run recorded. */
+export async function startRun(
+  tx: DatabaseTransactionConnection,
+  row: ExportRow,
+  run: { totalRows: () => Promise<number>; lease: number; workerId: string },
+): Promise<ExportRow> {
+  const total = row.total_rows ?? (await run.totalRows());
+  return tx.one(sql.type(exportRow)`
+    UPDATE exports SET status = 'running', total_rows = ${total}, worker_lease = ${run.lease}, worker_id = ${run.workerId}
+    WHERE employer_id = ${row.employer_id} AND export_id = ${row.export_id} RETURNING ${isoColumns}`);
+}
+
+/** Cancels a FHIR Bulk Data export and deletes its files; false when there is none to cancel. */
+export async function cancelExport(pool: CommonQueryMethods, employerId: string, exportId: string): Promise<boolean> {
+  const cancelled = await pool.maybeOne(sql.unsafe`
+    UPDATE exports SET status = 'cancelled' WHERE employer_id = ${employerId} AND export_id = ${exportId} AND kind = 'fhir' AND status <> 'cancelled' RETURNING export_id`);
+  if (cancelled) await pool.query(sql.unsafe`DELETE FROM export_chunks WHERE employer_id = ${employerId} AND export_id = ${exportId}`);
+  return cancelled !== null;
+}
+
+/** The export as its employer sees it: files past their expiry show as `expired` even before the cleanup job runs. */
+export async function getExport(pool: CommonQueryMethods, employerId: string, exportId: string, kind: ExportKind): Promise<ExportRow | null> {
+  const row = await pool.maybeOne(sql.type(exportRow)`
+    SELECT ${isoColumns} FROM exports WHERE employer_id = ${employerId} AND export_id = ${exportId} AND kind = ${kind}`);
+  if (row && row.status === 'completed' && row.expires_at && Date.parse(row.expires_at) <= Date.now()) return { ...row, status: 'expired' };
+  return row;
+}
+
+/** Locks the export for the worker that runs it (FOR UPDATE: one worker at a time). */
+export async function lockExport(tx: DatabaseTransactionConnection, employerId: string, exportId: string): Promise<ExportRow | null> {
+  return tx.maybeOne(sql.type(exportRow)`SELECT ${isoColumns} FROM exports WHERE employer_id = ${employerId} AND export_id = ${exportId} FOR UPDATE`);
+}
+
+/** One chunk of a file and the position it was read up to, in the caller's transaction: both or neither. */
+export async function writeChunk(
+  tx: DatabaseTransactionConnection,
+  at: { employerId: string; exportId: string },
+  chunk: { fileName: string; seq: number; lineCount: number; content: string },
+  resumeAfter: unknown,
+): Promise<void> {
+  await tx.query(sql.unsafe`
+    INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
+    VALUES (${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, ${chunk.lineCount}, ${chunk.content})`);
+  await tx.query(sql.unsafe`
+    UPDATE exports SET status = 'running', row_count = row_count + ${chunk.lineCount}, resume_after = ${sql.jsonb(resumeAfter as never)},
+      progress = CASE WHEN total_rows > 0 THEN LEAST(99, ((row_count + ${chunk.lineCount}) * 100) / total_rows) ELSE 0 END
+    WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);
+}
+
+export async function markCompleted(tx: CommonQueryMethods, employerId: string, exportId: string, retentionDays: number): Promise<ExportRow> {
+  return tx.one(sql.type(exportRow)`
+    UPDATE exports SET status = 'completed', progress = 100, completed_at = now(), worker_lease = NULL, worker_id = NULL, expires_at = now() + make_interval(secs => ${retentionDays * 86_400})
+    WHERE employer_id = ${employerId} AND export_id = ${exportId} RETURNING ${isoColumns}`);
+}
+
+export async function markFailed(pool: CommonQueryMethods, employerId: string, exportId: string, failure: string): Promise<void> {
+  await pool.query(sql.unsafe`UPDATE exports SET status = 'failed', failure = ${failure} WHERE employer_id = ${employerId} AND export_id = ${exportId} AND status IN ('pending', 'running')`);
+}
+
+/** Deletes the files of expired exports (chunks cascade with the row's files removed, the row kept as `expired`). */
+export async function deleteExpiredFiles(pool: CommonQueryMethods): Promise<number> {
+  const expired = await pool.any(sql.type(z.object({ employer_id: z.string(), export_id: z.string() }))`
+    UPDATE exports SET status = 'expired' WHERE status = 'completed' AND expires_at <= now() RETURNING employer_id, export_id`);
+  for (const row of expired) {
+    await pool.query(sql.unsafe`DELETE FROM export_chunks WHERE employer_id = ${row.employer_id} AND export_id = ${row.export_id}`);
+  }
+  return expired.length;
+}
+
+const chunkRow = z.object({ seq: z.number(), content: z.string() });
+
+/** A file's text, one chunk at a time (keyset on seq): memory holds one chunk, whatever the file's size. */
+export function fileStream(pool: CommonQueryMethods, at: { employerId: string; exportId: string }, fileName: string): Readable {
+  async function* chunks() {
+    let after = -1;
+    for (;;) {
+      const rows = await pool.any(sql.type(chunkRow)`
+        SELECT seq, content FROM export_chunks
+        WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId} AND file_name = ${fileName} AND seq > ${after}
+        ORDER BY seq LIMIT 8`);
+      for (const row of rows) yield row.content;
+      if (rows.length < 8) return;
+      after = rows.at(-1)!.seq;
+    }
+  }
+  return Readable.from(chunks());
+}

@@ -1,0 +1,131 @@
+// Worker tasks of exports: running a CSV or FHIR Bulk Data export chunk by chunk (each chunk commits
+// with the position after it, so a run resumes where it stopped), re-running the exports of workers
+// that died, and the hourly deletion of expired files.
+import { sql, type DatabasePool } from 'slonik';
+import type { JobHelpers, TaskList } from 'graphile-worker';
+import { z } from 'zod';
+import type { AppContext } from '../app-context.ts';
+import { tenantStream, WrongExpectedRevisionError } from '../event-store/port.ts';
+import type { Keyset } from '../http/page.ts';
+import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
+import { webhookRuntimeOf } from '../webhooks/runtime.ts';
+import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
+import { csvLines } from './csv.ts';
+import { exportEventSchemas } from './events.ts';
+import { countPatients, rosterPages } from './roster.ts';
+import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunk, type ExportRow } from './store.ts';
+
+export const RUN_EXPORT_TASK = 'export_run';
+export const RECOVER_EXPORTS_TASK = 'export_recover';
+export const DELETE_EXPIRED_TASK = 'export_delete_expired';
+export const CSV_FILE = 'roster.csv';
+
+type ExportJob = { employerId: string; exportId: string };
+type CsvPosition = { after: Keyset | null; seq: number };
+
+export const csvDownloadUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}/api/employer/export/csv/exports/${exportId}/download`;
+
+/** Queues the run of an export in the caller's transaction (job key: one run per export). */
+export function queueExportJob(job: ExportJob) {
+  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5)`;
+}
+
+async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
+  const at = { employerId: row.employer_id, exportId: row.export_id };
+  const position = (row.resume_after as CsvPosition | null) ?? { after: null, seq: 0 };
+  let seq = position.seq;
+  for await (const page of rosterPages(ctx.db.slonik, row.employer_id, position.after)) {
+    if (page.patients.length === 0 && seq > 0) break;
+    const content = csvLines(page.patients, seq === 0);
+    const next: CsvPosition = { after: page.next, seq: seq + 1 };
+    await ctx.db.slonik.transaction((tx) => writeChunk(tx, at, { fileName: CSV_FILE, seq, lineCount: page.patients.length, content }, next));
+    seq += 1;
+  }
+  return true;
+}
+
+async function runExport(ctx: AppContext, job: ExportJob, helpers: JobHelpers): Promise<void> {
+  const lease = (await webhookRuntimeOf(ctx).workerLease()).key();
+  const started = await ctx.db.slonik.transaction(async (tx) => {
+    const row = await lockExport(tx, job.employerId, job.exportId);
+    if (!row || (row.status !== 'pending' && row.status !== 'running')) return row;
+    const totalRows = () => (row.kind === 'csv' ? countPatients(tx, row.employer_id) : countBulkResources(tx, row));
+    return startRun(tx, row, { totalRows, lease, workerId: helpers.job.locked_by ?? 'unknown' });
+  });
+  if (!started || (started.status !== 'running' && started.status !== 'completed')) return;
+  if (started.status === 'running') {
+    const finished = started.kind === 'csv' ? await writeCsvFile(ctx, started) : await writeBulkFiles(ctx, started);
+    if (!finished) return;
+  }
+  const done = started.status === 'completed' ? started : await markCompleted(ctx.db.slonik, job.employerId, job.exportId, ctx.config.EXPORT_RETENTION_DAYS);
+  await announceCompleted(ctx, done, done.kind === 'csv' ? csvDownloadUrl(ctx, done.export_id) : bulkStatusUrl(ctx, done.export_id));
+}
+
+/**
+ * Appends ExportCompleted (the webhook `export.ready`) after the export is marked completed, so a
+ * receiver that downloads at once finds the file. Once per export: a retried job finds the stream there.
+ */
+async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: string): Promise<void> {
+  try {
+    await ctx.eventStore.appendToStream(
+      tenantStream(row.employer_id, 'export', row.export_id),
+      [{ type: 'ExportCompleted', data: exportEventSchemas.ExportCompleted.parse({ exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl }) }],
+      {
+        expectedRevision: 'no_stream',
+        metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, occurredAt: new Date().toISOString() },
+      },
+    );
+  } catch (error) {
+    if (!(error instanceof WrongExpectedRevisionError)) throw error;
+  }
+}
+
+/**
+ * Exports running under a lease no process holds any more (its worker died): their jobs are unlocked
+ * with graphile-worker's force_unlock_workers, so they run again now rather than after graphile-worker's
+ * 4 hours, and resume from their last chunk (the same scheme as webhook attempts, worker-lease.ts).
+ */
+export async function recoverInterruptedExports(pool: DatabasePool): Promise<number> {
+  return pool.transaction(async (tx) => {
+    const workers = await tx.anyFirst(sql.type(z.object({ worker_id: z.string() }))`
+      WITH orphaned AS (
+        SELECT e.employer_id, e.export_id, e.worker_id FROM exports e
+        WHERE e.status = 'running' AND e.worker_lease IS NOT NULL
+          AND NOT EXISTS (
+            SELECT 1 FROM pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND l.classid = ${LEASE_LOCK_NAMESPACE}::int::oid AND l.objid = e.worker_lease::oid)
+        FOR UPDATE OF e SKIP LOCKED
+      )
+      UPDATE exports e SET worker_lease = NULL, worker_id = NULL FROM orphaned o
+      WHERE e.employer_id = o.employer_id AND e.export_id = o.export_id RETURNING o.worker_id`);
+    if (workers.length === 0) return 0;
+    await tx.query(sql.unsafe`SELECT graphile_worker.force_unlock_workers(${sql.array([...new Set(workers)], 'text')})`);
+    await tx.query(sql.unsafe`SELECT pg_notify('jobs:insert', ${JSON.stringify({ count: workers.length })})`);
+    return workers.length;
+  });
+}
+
+export function exportTasks(ctx: AppContext): TaskList {
+  return {
+    [RUN_EXPORT_TASK]: async (payload, helpers) => {
+      const job = payload as ExportJob;
+      try {
+        await runExport(ctx, job, helpers);
+      } catch (error) {
+        // The last attempt marks the export failed, so its status does not stay `running` for ever.
+        if (helpers.job.attempts >= helpers.job.max_attempts) await markFailed(ctx.db.slonik, job.employerId, job.exportId, 'The export could not be written.');
+        throw error;
+      }
+    },
+    [RECOVER_EXPORTS_TASK]: async () => {
+      const recovered = await recoverInterruptedExports(ctx.db.slonik);
+      if (recovered > 0) ctx.logger.warn({ recovered }, 're-running exports whose worker died');
+    },
+    [DELETE_EXPIRED_TASK]: async () => {
+      const deleted = await deleteExpiredFiles(ctx.db.slonik);
+      if (deleted > 0) ctx.logger.info({ deleted }, 'deleted the files of expired exports');
+    },
+  };
+}

@@ -1,0 +1,149 @@
+// FHIR Bulk Data driven as a client would (plain fetch): kick-off by POST Parameters and by GET query,
+// polling, the manifest, NDJSON downloads whose every line is a valid R4 resource (no erased patient,
+// no duplicate), 400 for what is unsupported, 429 while one runs, cancel, and 404 for another employer.
+import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertExport } from '../../src/exports/store.ts';
+import { validationIssues } from '../../src/fhir/validate.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { waitUntil } from '../webhooks/helpers.ts';
+import { exportTenant, rosterOf, startExportService, uploadPatients, type ExportTenant } from './helpers.ts';
+
+let service: TestService;
+let receiver: HttpsReceiver;
+beforeAll(async () => ({ service, receiver } = await startExportService()));
+afterAll(async () => {
+  await service?.stop();
+  await receiver?.close();
+});
+
+const async = { prefer: 'respond-async', accept: 'application/fhir+json' };
+
+async function kickOff(tenant: ExportTenant, path: string, init: RequestInit = {}) {
+  const response = await tenant.fetch(`/api/fhir${path}`, { ...init, headers: { ...async, ...(init.headers as Record<string, string>) } });
+  expect(response.status).toBe(202);
+  const location = response.headers.get('content-location')!;
+  expect(location).toMatch(new RegExp(`^${service.url}/api/fhir/bulk-export/[0-9a-f-]{36}$`));
+  return location.slice(service.url.length);
+}
+
+async function manifestOf(tenant: ExportTenant, statusPath: string) {
+  return waitUntil('the bulk export', async () => {
+    const polled = await tenant.fetch(statusPath);
+    if (polled.status === 202) {
+      expect(polled.headers.get('x-progress')).toMatch(/^\d{1,3}%$/);
+      expect(polled.headers.get('retry-after')).toBe('2');
+      return false;
+    }
+    expect(polled.status).toBe(200);
+    expect(polled.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(Date.parse(polled.headers.get('expires')!)).toBeGreaterThan(Date.now());
+    return (await polled.json()) as any;
+  });
+}
+
+async function linesOf(tenant: ExportTenant, url: string): Promise<any[]> {
+  const file = await tenant.fetch(url.slice(service.url.length));
+  expect(file.status).toBe(200);
+  expect(file.headers.get('content-type')).toMatch(/^application\/fhir\+ndjson/);
+  const text = await file.text();
+  expect(text.endsWith('\n')).toBe(true);
+  return text.trimEnd().split('\n').map((line) => JSON.parse(line));
+}
+
+async function observationFor(tenant: ExportTenant, patientId: string) {
+  const created = await tenant.fetch('/api/fhir/Observation', {
+    method: 'POST',
+    headers: { 'content-type': 'application/fhir+json' },
+    body: JSON.stringify({ resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '29463-7' }] }, subject: { reference: `Patient/${patientId}` }, valueQuantity: { value: 70, unit: 'kg' } }),
+  });
+  expect(created.status).toBe(201);
+  return ((await created.json()) as any).id as string;
+}
+
+describe('FHIR Bulk Data export', () => {
+  it('kicks off, reports progress, and serves a manifest of valid NDJSON files without erased patients', async () => {
+    const tenant = await exportTenant(service);
+    await uploadPatients(tenant.api, Array.from({ length: 1_234 }, (_, i) => ({ email: `bulk.${i}@example.test`, firstName: `First${i}`, lastName: `Last${i}` })));
+    const [erased, kept] = await rosterOf(tenant.api);
+    const observations = [await observationFor(tenant, kept.id), await observationFor(tenant, kept.id), await observationFor(tenant, erased.id)];
+    expect((await tenant.api.delete(`/api/employer/patients/${erased.id}/personal-data`)).status).toBe(200);
+
+    const statusPath = await kickOff(tenant, '/$export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/fhir+json' },
+      body: JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: '_type', valueString: 'Observation,Patient' }, { name: '_outputFormat', valueString: 'application/fhir+ndjson' }] }),
+    });
+    const manifest = await manifestOf(tenant, statusPath);
+    expect(manifest).toMatchObject({ transactionTime: expect.any(String), request: `${service.url}/api/fhir/$export`, requiresAccessToken: true, error: [] });
+    expect(manifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 1_233], ['Observation', 2]]);
+
+    const patients = await linesOf(tenant, manifest.output[0].url);
+    const exportedObservations = await linesOf(tenant, manifest.output[1].url);
+    for (const resource of [...patients, ...exportedObservations]) expect(validationIssues(resource)).toEqual([]);
+    const roster = await rosterOf(tenant.api);
+    expect(patients.map((p) => p.id).sort()).toEqual(roster.map((p) => p.id).sort());
+    expect(patients.some((p) => p.id === erased.id)).toBe(false);
+    expect(exportedObservations.map((o) => o.id).sort()).toEqual(observations.slice(0, 2).sort());
+  });
+
+  it('takes its parameters from the query of a GET kick-off, honours _since, and refuses what it does not support with an OperationOutcome', async () => {
+    const tenant = await exportTenant(service);
+    await uploadPatients(tenant.api, [{ email: 'since@example.test', firstName: 'Since', lastName: 'Patient' }]);
+    const statusPath = await kickOff(tenant, `/Patient/$export?_type=Patient&_outputFormat=ndjson&_since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`);
+    expect((await manifestOf(tenant, statusPath)).output).toEqual([]);
+    const everything = await manifestOf(tenant, await kickOff(tenant, '/Patient/$export?_type=Patient'));
+    expect(everything.output.map((file: any) => file.count)).toEqual([1]);
+
+    for (const [path, headers] of [
+      ['/$export?_type=Practitioner', async],
+      ['/$export?_outputFormat=text/csv', async],
+      ['/$export?_since=yesterday', async],
+      ['/$export', { accept: 'application/fhir+json' }],
+    ] as const) {
+      const refused = await tenant.fetch(`/api/fhir${path}`, { headers });
+      expect(refused.status).toBe(400);
+      const outcome = (await refused.json()) as any;
+      expect(outcome).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'invalid' }] });
+    }
+  });
+
+  it('answers 429 with Retry-After while an export of the employer is in flight', async () => {
+    const tenant = await exportTenant(service);
+    // An export queued without a job: it stays pending for the length of the test.
+    await insertExport(service.ctx.db.slonik, { employerId: tenant.employerId, exportId: 'in-flight', kind: 'fhir', request: { url: '', types: ['Patient'], since: null } });
+    const refused = await tenant.fetch('/api/fhir/$export', { headers: async });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await refused.json()) as any).issue[0].code).toBe('throttled');
+  });
+
+  it('cancels: DELETE answers 202, later polls and downloads 404 with an OperationOutcome', async () => {
+    const tenant = await exportTenant(service);
+    await uploadPatients(tenant.api, [{ email: 'cancel@example.test', firstName: 'Cancel', lastName: 'Patient' }]);
+    const statusPath = await kickOff(tenant, '/$export');
+    const manifest = await manifestOf(tenant, statusPath);
+    expect((await tenant.fetch(statusPath, { method: 'DELETE' })).status).toBe(202);
+    const polled = await tenant.fetch(statusPath);
+    expect(polled.status).toBe(404);
+    expect(((await polled.json()) as any).resourceType).toBe('OperationOutcome');
+    expect((await tenant.fetch(manifest.output[0].url.slice(service.url.length))).status).toBe(404);
+    expect((await tenant.fetch(statusPath, { method: 'DELETE' })).status).toBe(404);
+    expect(await service.ctx.db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM export_chunks WHERE employer_id = ${tenant.employerId}`)).toBe(0);
+  });
+
+  it('answers 404 to another employer for the status, the files and the cancel of an export', async () => {
+    const owner = await exportTenant(service);
+    const other = await exportTenant(service);
+    await uploadPatients(owner.api, [{ email: 'owner@example.test', firstName: 'Owner', lastName: 'Patient' }]);
+    const statusPath = await kickOff(owner, '/$export');
+    const manifest = await manifestOf(owner, statusPath);
+    for (const [path, method] of [[statusPath, 'GET'], [manifest.output[0].url.slice(service.url.length), 'GET'], [statusPath, 'DELETE']] as const) {
+      const response = await other.fetch(path, { method });
+      expect(response.status).toBe(404);
+      expect(((await response.json()) as any).resourceType).toBe('OperationOutcome');
+    }
+    expect((await owner.fetch(statusPath)).status).toBe(200);
+  });
+});

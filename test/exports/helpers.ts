@@ -1,0 +1,41 @@
+// What the export tests share: a service with a trusted HTTPS webhook receiver, tenants with a
+// cohort of patients, and raw fetches (exports answer files, not JSON).
+import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import { apiClient, capabilitiesTrusting, webhookEnv, type ApiClient } from '../webhooks/helpers.ts';
+
+export type ExportTenant = { employerId: string; cookie: string; api: ApiClient; fetch: (path: string, init?: RequestInit) => Promise<Response> };
+
+export async function startExportService(): Promise<{ service: TestService; receiver: HttpsReceiver }> {
+  const receiver = await startHttpsReceiver();
+  const service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
+  return { service, receiver };
+}
+
+export async function exportTenant(service: TestService, name?: string): Promise<ExportTenant> {
+  const tenant = await service.createTenant(name ? { name } : {});
+  const headers = service.sessionHeaders(tenant.cookie);
+  return {
+    employerId: tenant.employerId,
+    cookie: tenant.cookie,
+    api: apiClient(service, tenant),
+    fetch: (path, init = {}) => fetch(`${service.url}${path}`, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } }),
+  };
+}
+
+export async function uploadPatients(api: ApiClient, patients: Array<Record<string, unknown>>): Promise<void> {
+  const upload = await api.post('/api/employer/upload-cohort', { patients });
+  if (upload.status !== 201) throw new Error(`upload failed: ${upload.status} ${JSON.stringify(upload.body)}`);
+}
+
+/** Every roster patient, through the paged roster API (the reference an export is compared with). */
+export async function rosterOf(api: ApiClient): Promise<any[]> {
+  const patients: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await api.get(`/api/employer/patients?limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+    patients.push(...page.body.patients);
+    cursor = page.body.nextCursor;
+  } while (cursor);
+  return patients;
+}
