@@ -45,7 +45,12 @@ export const webhookDataSchemas = {
     reviewedAt: z.string(),
   }),
   // Produced by the exports capability when a CSV export finishes: where to fetch it.
-  'export.ready': z.object({ exportId: z.string(), format: z.string() }),
+  'export.ready': z.object({
+    exportId: z.string(),
+    kind: z.enum(['csv', 'fhir']).meta({ description: 'csv: POST /api/employer/export/csv; fhir: a FHIR Bulk Data $export.' }),
+    rowCount: z.number().int(),
+    downloadUrl: z.string().meta({ description: 'The CSV download, or the Bulk Data status URL (its manifest lists the files).' }),
+  }),
   'invoice.paid': z.object({
     invoiceId: z.string(),
     number: z.string(),

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CSV_COLUMNS, neutraliseFormula } from '../../src/exports/csv.ts';
 import { insertExport } from '../../src/exports/store.ts';
+import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
 import { subscribe, waitUntil } from '../webhooks/helpers.ts';
@@ -110,6 +111,8 @@ describe('CSV export', () => {
     const payload = new Webhook(secret).verify(received.body, headers) as any;
     const downloadUrl = `${service.url}/api/employer/export/csv/exports/${exportId}/download`;
     expect(payload).toMatchObject({ event: 'export.ready', employerId: tenant.employerId, data: { exportId, kind: 'csv', rowCount: 1, downloadUrl } });
+    // The data is what /api/openapi documents under webhooks.
+    expect(webhookDataSchemas['export.ready'].strict().safeParse(payload.data).success).toBe(true);
     expect((await tenant.fetch(downloadUrl.slice(service.url.length))).status).toBe(200);
   });
 
