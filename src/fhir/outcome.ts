@@ -44,7 +44,8 @@ export function operationOutcome(issues: OperationOutcomeIssue[]): OperationOutc
 export const fhirErrorShape: ErrorShape = (error) => {
   const issues = (error.details.issues as OperationOutcomeIssue[] | undefined) ?? [
     {
-      severity: error.status >= 500 ? 'fatal' : 'error',
+      // A transient outage (503) is an error the client retries; only an unexpected failure is fatal.
+      severity: error.status === 500 ? 'fatal' : 'error',
       code: ISSUE_BY_CODE[error.code] ?? ISSUE_BY_STATUS[error.status] ?? (error.status >= 500 ? 'exception' : 'processing'),
       diagnostics: error.message,
     },
