@@ -8,6 +8,8 @@
 //     concurrency; the ratio is what to compare between runs (this host's speed varies 2x).
 // (b) Commit-to-delivery latency at a steady 50 events/s to one subscription: from the append's
 //     commit (appendToStream resolved) to the receiver getting the request.
+// (c) Fan-out: 1,000 authorization.reviewed events to 10 subscriptions each (bench/webhooks-fanout.ts,
+//     which also runs alone as `npm run bench -- webhooks-fanout`).
 //   npm run bench -- webhooks [burst events=400] [subscriptions=10] [steady seconds=10]
 import { randomUUID } from 'node:crypto';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
@@ -162,4 +164,9 @@ export default async function webhooksBench(args: string[]) {
     await service.stopAll();
     thread.postMessage('close');
   }
+  // (c) Fan-out of a real workflow event type, on a service of its own (bench/webhooks-fanout.ts).
+  // Imported here, not at the top: that module's worker thread would start its receiver in ours too.
+  const { default: fanOutBench } = await import('./webhooks-fanout.ts');
+  process.stdout.write('(c) ');
+  await fanOutBench([]);
 }
