@@ -35,32 +35,3 @@ export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response:
   if (!response.ok) throw apiError(response.status, error);
   return data as T;
 }
-
-/**
- * Routes being built on other branches (cohorts, exports, audit) are not in this build's
- * /api/openapi yet; until they are, they are called through this untyped JSON helper.
- */
-export async function callJson<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(path, {
-    method,
-    credentials: 'same-origin',
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let parsed: unknown = null;
-  try {
-    parsed = text === '' ? null : JSON.parse(text);
-  } catch {
-    parsed = { message: `The service answered ${response.status} with a body that is not JSON.` };
-  }
-  if (!response.ok) throw apiError(response.status, parsed);
-  return parsed as T;
-}
-
-/** Whether /api/openapi describes a path: pages for routes not deployed say so instead of failing. */
-let documentedPaths: Promise<Set<string>> | null = null;
-export async function isDocumented(path: string): Promise<boolean> {
-  documentedPaths ??= fetch('/api/openapi').then(async (response) => new Set(Object.keys(((await response.json()) as { paths: object }).paths)));
-  return (await documentedPaths).has(path);
-}

@@ -1,19 +1,16 @@
 // Patients and cohorts: a CSV upload checked in the browser (row errors before anything is sent; the
-// service's row errors shown the same way), the upload history and the roster with search.
-import { ApiError, callJson } from '../api.ts';
+// service's row errors shown the same way), the upload history and the roster, a page at a time.
+import type { components } from '../../generated/api.d.ts';
+import { api, ApiError, ok } from '../api.ts';
 import { describeRowError, readCohort, type RowError } from '../csv.ts';
 import { field, formatDate, h, notice, table } from '../dom.ts';
 import type { Page } from '../main.ts';
-import { requireRoute } from './pending.ts';
 
-type UploadResult = { cohortId: string; received: number; created: number; updated: number; unchanged: number };
-type Cohort = { id?: string; cohortId?: string; createdAt?: string; received?: number; created?: number; updated?: number; unchanged?: number };
-type Patient = { id?: string; email: string; firstName: string; lastName: string; birthDate?: string | null; externalId?: string | null };
+type RosterPatient = components['schemas']['RosterPatient'];
 
 export const patientsPage: Page = {
   title: 'Patients',
   async render(main) {
-    if (!(await requireRoute(main, '/api/employer/upload-cohort', 'Cohort upload'))) return;
     const status = notice();
     const rowErrors = h('ul', { class: 'row-errors', 'aria-label': 'Row errors' });
     const history = h('div');
@@ -35,7 +32,7 @@ export const patientsPage: Page = {
           return status.fail(`Nothing was sent: ${errors.length} problem(s) in ${chosen.name}. Correct the file and upload it again.`);
         }
         try {
-          const result = await callJson<UploadResult>('POST', '/api/employer/upload-cohort', { patients });
+          const result = await ok(api.POST('/api/employer/upload-cohort', { body: { patients } }));
           upload.reset();
           await refresh();
           status.ok(`Cohort uploaded: ${result.received} received, ${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged.`);
@@ -51,27 +48,33 @@ export const patientsPage: Page = {
       h('button', { type: 'submit' }, 'Upload'),
     );
 
-    const search = h('input', { type: 'search', name: 'search' });
-    const searchForm = h('form', { role: 'search', 'aria-label': 'Search patients', onsubmit: (event: Event) => (event.preventDefault(), void refreshRoster()) },
-      field('Search patients', search), h('button', { type: 'submit' }, 'Search'));
-
-    const refreshRoster = async () => {
-      const query = search.value.trim() ? `?search=${encodeURIComponent(search.value.trim())}` : '';
-      const { patients } = await callJson<{ patients: Patient[] }>('GET', `/api/employer/patients${query}`);
-      roster.replaceChildren(table('Patients', ['Name', 'E-mail', 'Birth date', 'External id'], patients.map((patient) => [
-        h('span', {}, `${patient.firstName} ${patient.lastName}`), h('span', {}, patient.email), h('span', {}, patient.birthDate ?? '—'), h('span', {}, patient.externalId ?? '—'),
-      ])));
+    // The roster, a page at a time (the API's cursor); finding one patient is FHIR's Patient search.
+    const rosterRows: RosterPatient[] = [];
+    const more = h('button', { type: 'button', hidden: true }, 'Show more patients');
+    let nextCursor: string | null = null;
+    const showRoster = () => roster.replaceChildren(table('Patients', ['Name', 'E-mail', 'Birth date', 'External id'], rosterRows.map((patient) => [
+      h('span', {}, [patient.firstName, patient.lastName].filter(Boolean).join(' ') || '—'), h('span', {}, patient.email ?? '—'),
+      h('span', {}, patient.birthDate ?? '—'), h('span', {}, patient.externalId ?? '—'),
+    ])), more);
+    const loadRoster = async (cursor: string | null) => {
+      const page = await ok(api.GET('/api/employer/patients', { params: { query: cursor ? { cursor } : {} } }));
+      if (cursor === null) rosterRows.length = 0;
+      rosterRows.push(...page.patients);
+      nextCursor = page.nextCursor;
+      more.hidden = nextCursor === null;
+      showRoster();
     };
+    more.onclick = () => void loadRoster(nextCursor).catch((error: unknown) => status.fail(error));
     const refresh = async () => {
-      const { cohorts } = await callJson<{ cohorts: Cohort[] }>('GET', '/api/employer/cohorts');
+      const { cohorts } = await ok(api.GET('/api/employer/cohorts', { params: { query: {} } }));
       history.replaceChildren(table('Upload history', ['Cohort', 'Uploaded', 'Received', 'Created', 'Updated', 'Unchanged'], cohorts.map((cohort) => [
-        h('code', {}, cohort.cohortId ?? cohort.id ?? ''), h('span', {}, formatDate(cohort.createdAt)),
-        h('span', {}, cohort.received ?? '—'), h('span', {}, cohort.created ?? '—'), h('span', {}, cohort.updated ?? '—'), h('span', {}, cohort.unchanged ?? '—'),
+        h('code', {}, cohort.cohortId), h('span', {}, formatDate(cohort.uploadedAt)),
+        h('span', {}, cohort.received), h('span', {}, cohort.created), h('span', {}, cohort.updated), h('span', {}, cohort.unchanged),
       ])));
-      await refreshRoster();
+      await loadRoster(null);
     };
 
-    main.append(upload, status.element, rowErrors, history, searchForm, roster);
+    main.append(upload, status.element, rowErrors, history, roster);
     await refresh();
   },
 };
