@@ -4,7 +4,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
-import type { FhirJson } from '../../src/fhir/search-parameters.ts';
+import { startsWithPattern, type FhirJson } from '../../src/fhir/search-parameters.ts';
 import { cohortRowOf } from '../../src/patients/cohort-row.ts';
 import type { PatientDirectory } from '../../src/workflows/patient-directory.ts';
 
@@ -59,11 +59,24 @@ export const rosterPatient = z
 
 const patientRow = z.object({ id: z.string(), resource: z.record(z.string(), z.unknown()), created_at: z.string(), last_updated: z.string(), cursor_at: z.string() });
 
-export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after }: { limit: number; after: Keyset | null }) {
+/** A roster search: an e-mail's blind index (exact), or the start of a first or last name. */
+export type RosterSearch = { emailIndex: string } | { namePrefix: string };
+
+/** The roster search as a condition on the Patient's search values (the FHIR search's own rows). */
+function rosterSearchCondition(search: RosterSearch) {
+  const [params, test] = 'emailIndex' in search
+    ? [['email'], sql.fragment`s.value = ${search.emailIndex}`]
+    : [['given', 'family'], sql.fragment`s.value LIKE ${startsWithPattern(search.namePrefix)}`];
+  return sql.fragment`AND EXISTS (SELECT 1 FROM fhir_search_values s
+    WHERE s.employer_id = r.employer_id AND s.resource_type = 'Patient' AND s.resource_id = r.id AND s.param = ANY(${sql.array(params, 'text')}) AND ${test})`;
+}
+
+export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch }) {
   const rows = await pool.any(sql.type(patientRow)`
-    SELECT id, resource, created_at, last_updated, created_at::text AS cursor_at FROM fhir_resources
+    SELECT id, resource, created_at, last_updated, created_at::text AS cursor_at FROM fhir_resources r
     WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased
       ${after ? sql.fragment`AND (created_at, id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
+      ${search ? rosterSearchCondition(search) : sql.fragment``}
     ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
   return {

@@ -92,6 +92,9 @@ export function normaliseValue(parameter: SearchParameter, value: string, blindI
   return parameter.type === 'string' ? value.toLowerCase() : value;
 }
 
+/** The LIKE pattern of a string search (starts with, case-insensitive as stored); LIKE's own wildcards in the value are escaped. */
+export const startsWithPattern = (value: string) => `${value.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`;
+
 /** Every (param, value) row a resource puts in fhir_search_values. */
 export function indexValues(resourceType: FhirResourceType, resource: FhirJson, blindIndex: (email: string) => string): { param: string; value: string }[] {
   const rows = new Map<string, { param: string; value: string }>();

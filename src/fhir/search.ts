@@ -8,7 +8,7 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { emailBlindIndex } from '../crypto/personal-data.ts';
 import { fhirError } from './outcome.ts';
-import { normaliseValue, SEARCH_PARAMETERS, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
+import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
 
 export const DEFAULT_COUNT = 20;
 export const MAX_COUNT = 1000;
@@ -80,8 +80,7 @@ function valueCondition(parameter: SearchParameter, values: string[], blindIndex
     WHERE s.employer_id = r.employer_id AND s.resource_type = r.resource_type AND s.resource_id = r.id AND s.param = ${parameter.name} AND ${test})`;
   switch (parameter.type) {
     case 'string':
-      // Starts-with, case-insensitive; LIKE's own wildcards in the value are escaped.
-      return matches(or(values.map((v) => sql.fragment`s.value LIKE ${`${v.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`}`)));
+      return matches(or(values.map((v) => sql.fragment`s.value LIKE ${startsWithPattern(v)}`)));
     case 'token':
       // `|code` is a code without a system: matched as the bare code.
       return matches(sql.fragment`s.value = ANY(${sql.array(values.map((v) => normaliseValue(parameter, v.startsWith('|') ? v.slice(1) : v, blindIndex)), 'text')})`);

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z, type ZodError } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { commandContextOf } from '../auth/principal.ts';
+import { emailBlindIndex } from '../crypto/personal-data.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
@@ -129,10 +130,18 @@ export function patientRoutes(): RoutePlugin {
       summary: 'The roster: patients of the employer, newest first (erased patients are not listed)',
       tags,
       auth: readAuth,
-      querystring: pageQuery(LIST_PAGE),
+      querystring: pageQuery(LIST_PAGE).extend({
+        search: z.string().trim().min(1).max(254).optional().meta({
+          description: 'Only patients whose e-mail is this address (when it holds an @; case-insensitive), or whose first or last name starts with it (case-insensitive).',
+        }),
+      }),
       responses: { 200: { description: 'One page of patients', schema: z.object({ patients: z.array(rosterPatient), nextCursor: z.string().nullable() }) } },
       handler: async ({ query, principal }) => {
-        const { patients, next } = await listRoster(ctx.db.slonik, principal.employerId, { limit: query.limit, after: decodeCursor(query.cursor) });
+        const { employerId } = principal;
+        const search = query.search === undefined ? undefined
+          : query.search.includes('@') ? { emailIndex: emailBlindIndex(ctx.encryptionKey, employerId, query.search) }
+          : { namePrefix: query.search };
+        const { patients, next } = await listRoster(ctx.db.slonik, employerId, { limit: query.limit, after: decodeCursor(query.cursor), search });
         return { patients, nextCursor: encodeCursor(next) };
       },
     });

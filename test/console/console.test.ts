@@ -178,7 +178,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     expect(await page.getByTestId('secret').count()).toBe(0);
   });
 
-  it('uploads a cohort CSV: a bad row is shown and nothing is sent, then a good file shows its counts', async () => {
+  it('uploads a cohort CSV: a bad row is shown and nothing is sent, then a good file shows its counts; the roster searches', async () => {
     await openPage('patients', 'Patients');
     const file = page.getByLabel('CSV file');
     await file.setInputFiles({ name: 'bad.csv', mimeType: 'text/csv', buffer: Buffer.from('email,firstName,lastName\nann@example.test,Ann,Lee\nnot-an-email,Bob,\n') });
@@ -192,6 +192,11 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('Cohort uploaded: 2 received, 2 created, 0 updated, 0 unchanged.').waitFor();
     await page.getByRole('cell', { name: 'ann@example.test' }).waitFor();
+    // The roster's search: the start of a last name.
+    await page.getByRole('searchbox', { name: 'Search patients' }).fill("o'ne");
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('cell', { name: 'ann@example.test' }).waitFor({ state: 'detached' });
+    expect(await page.getByRole('table', { name: 'Patients' }).getByRole('cell', { name: 'bob@example.test' }).count()).toBe(1);
     await checkPage('patients');
   });
 

@@ -92,6 +92,25 @@ describe('upload-cohort', () => {
     expect(seen).toHaveLength(5);
   });
 
+  it('searches the roster by e-mail (exact, any case) or the start of a first or last name (any case); wildcards are plain characters', async () => {
+    const { api } = await admin();
+    await api.post('/api/employer/upload-cohort', { patients: [
+      { email: 'ann.lee@example.test', firstName: 'Ann', lastName: 'Lee' },
+      { email: 'annika.berg@example.test', firstName: 'Annika', lastName: 'Berg' },
+      { email: 'bo.annan@example.test', firstName: 'Bo', lastName: 'Annan' },
+      { email: 'cy.lee@example.test', firstName: 'Cy', lastName: 'Lee' },
+    ] });
+    const search = async (term: string) =>
+      ((await api.get(`/api/employer/patients?search=${encodeURIComponent(term)}`)).body.patients as any[]).map((p) => p.email).sort();
+    expect(await search('ANN')).toEqual(['ann.lee@example.test', 'annika.berg@example.test', 'bo.annan@example.test']);
+    expect(await search('lee')).toEqual(['ann.lee@example.test', 'cy.lee@example.test']);
+    expect(await search('Ann.Lee@Example.test')).toEqual(['ann.lee@example.test']);
+    expect(await search('ann.lee')).toEqual([]); // not an address, and no name starts so
+    expect(await search('%')).toEqual([]);
+    expect(await search('_nn')).toEqual([]);
+    expect((await api.get(`/api/employer/patients?search=${'a'.repeat(255)}`)).status).toBe(400);
+  });
+
   it('is the same patient whether it came through FHIR or a cohort: the upload updates it', async () => {
     const tenant = await service.createTenant();
     const { rawKey } = await createApiKey(service, tenant, { scopes: ['fhir:read', 'fhir:write', 'cohort:write'] });
@@ -191,6 +210,7 @@ describe('tenant isolation', () => {
     const [patient] = await roster(one.api);
 
     expect(await roster(two.api)).toEqual([]);
+    expect((await two.api.get(`/api/employer/patients?search=${encodeURIComponent(patient.email)}`)).body.patients).toEqual([]);
     expect((await two.api.get(`/api/employer/cohorts/${upload.body.cohortId}`)).status).toBe(404);
     expect((await two.api.get('/api/employer/cohorts')).body.cohorts).toEqual([]);
     expect((await two.api.get(`/api/fhir/Patient/${patient.id}`)).status).toBe(404);

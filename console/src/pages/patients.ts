@@ -1,5 +1,5 @@
 // Patients and cohorts: a CSV upload checked in the browser (row errors before anything is sent; the
-// service's row errors shown the same way), the upload history and the roster, a page at a time.
+// service's row errors shown the same way), the upload history and the roster with search, a page at a time.
 import type { components } from '../../generated/api.d.ts';
 import { api, ApiError, ok } from '../api.ts';
 import { describeRowError, readCohort, type RowError } from '../csv.ts';
@@ -48,7 +48,12 @@ export const patientsPage: Page = {
       h('button', { type: 'submit' }, 'Upload'),
     );
 
-    // The roster, a page at a time (the API's cursor); finding one patient is FHIR's Patient search.
+    // The roster, a page at a time (the API's cursor), all of it or those the search finds.
+    const search = h('input', { type: 'search', name: 'search', maxlength: 254 });
+    const searchForm = h('form', { role: 'search', 'aria-label': 'Search patients', onsubmit: (event: Event) => {
+      event.preventDefault();
+      void loadRoster(null).catch((error: unknown) => status.fail(error));
+    } }, field('Search patients', search, 'An e-mail address, or the start of a first or last name.'), h('button', { type: 'submit' }, 'Search'));
     const rosterRows: RosterPatient[] = [];
     const more = h('button', { type: 'button', hidden: true }, 'Show more patients');
     let nextCursor: string | null = null;
@@ -57,7 +62,8 @@ export const patientsPage: Page = {
       h('span', {}, patient.birthDate ?? '—'), h('span', {}, patient.externalId ?? '—'),
     ])), more);
     const loadRoster = async (cursor: string | null) => {
-      const page = await ok(api.GET('/api/employer/patients', { params: { query: cursor ? { cursor } : {} } }));
+      const term = search.value.trim();
+      const page = await ok(api.GET('/api/employer/patients', { params: { query: { ...(cursor ? { cursor } : {}), ...(term ? { search: term } : {}) } } }));
       if (cursor === null) rosterRows.length = 0;
       rosterRows.push(...page.patients);
       nextCursor = page.nextCursor;
@@ -74,7 +80,7 @@ export const patientsPage: Page = {
       await loadRoster(null);
     };
 
-    main.append(upload, status.element, rowErrors, history, roster);
+    main.append(upload, status.element, rowErrors, history, searchForm, roster);
     await refresh();
   },
 };
