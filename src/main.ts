@@ -157,7 +157,11 @@ export async function startService(options: {
   if (roles.includes('worker')) {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
     const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
-    worker = await startWorker({ pgPool: db.worker!, tasks, crontab, onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself; starting a new one') });
+    worker = await startWorker({
+      pgPool: db.worker!, tasks, crontab,
+      onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself or fetched no job; starting a new one'),
+      onError: (message) => logger.error({ component: 'graphile-worker' }, message),
+    });
   }
 
   let server: FastifyInstance | null = null;

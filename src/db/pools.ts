@@ -49,6 +49,7 @@ export type ConnectionPlan = {
 };
 
 const WORKER_POOL_SIZE = 4;
+const WORKER_CONNECTION_WAIT_MS = 30_000;
 
 /**
  * Splits a process's connection budget: one LISTEN connection; in worker processes graphile-worker's
@@ -111,7 +112,9 @@ export async function openDatabase(connectionUri: string, options: PoolOptions =
   // 0.65 ms a call against 0.35 ms with the generic plan).
   const eventStore = newPgPool(connectionUri, 'event-store', plan.eventStore, { ...pgSettings, options: '-c plan_cache_mode=force_generic_plan' });
   const pgPool = newPgPool(connectionUri, 'pg', plan.pg, pgSettings);
-  const worker = plan.worker ? newPgPool(connectionUri, 'worker', plan.worker, pgSettings) : null;
+  // No request waits on graphile-worker's pool, and a start-up that gives up on a connection leaves its
+  // runner fetching nothing until replaced (src/worker/runner.ts): its jobs wait longer for one.
+  const worker = plan.worker ? newPgPool(connectionUri, 'worker', plan.worker, { ...pgSettings, waitMs: Math.max(waitMs, WORKER_CONNECTION_WAIT_MS) }) : null;
   return { slonik: boundedWait(slonik, plan.readModels, waitMs), eventStore, pg: pgPool, worker, connectionUri, plan };
 }
 

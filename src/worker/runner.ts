@@ -6,14 +6,21 @@
 // supervised: when it stops without being asked to, the jobs its pool had locked are unlocked
 // (`force_unlock_workers`: that pool is gone, so they run again, as at-least-once allows) and a new
 // runner starts, retried every second until the database answers.
+//
+// A runner can also stay up and never fetch a job again: graphile-worker (0.18) registers the task
+// names once per runner and keeps that promise, so when the first registration fails (no connection
+// within the pool's wait, at a busy start-up) every later fetch fails with the same cached error. A
+// runner whose fetches keep failing is therefore replaced too.
 import { EventEmitter } from 'node:events';
-import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger as WorkerLogger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
-import { silentWorkerLogger } from '../db/migrate.ts';
 
 export type WorkerRunner = { stop(): Promise<void> };
 
 const RESTART_DELAY_MS = 1000;
+/** Fetches failing in a row (one a poll interval, 2 s) before the runner is replaced. */
+const FAILED_FETCHES_BEFORE_RESTART = 3;
+const FETCH_FAILED = 'Error occurred fetching jobs';
 
 /** Jobs one worker process runs at a time. */
 export const WORKER_CONCURRENCY = 16;
@@ -22,8 +29,10 @@ export async function startWorker(deps: {
   pgPool: pg.Pool;
   tasks: TaskList;
   concurrency?: number;
-  /** Told when the runner stopped by itself and is being replaced. */
+  /** Told when the runner stopped by itself, or could fetch no job, and is being replaced. */
   onRestart?: (reason: unknown) => void;
+  /** Where graphile-worker's own errors go (its other lines are dropped). */
+  onError?: (message: string) => void;
   crontab?: string;
 }): Promise<WorkerRunner> {
   let stopping = false;
@@ -35,7 +44,29 @@ export async function startWorker(deps: {
     const events: WorkerEvents = new EventEmitter();
     const poolIds: string[] = [];
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
-    const runner = await run({
+    let failedFetches = 0;
+    let runner: Runner | undefined;
+    /** Whether this runner's end (stopped by itself, or killed) has been handled: it is replaced once. */
+    let ended = false;
+    const stoppedBy = (reason: unknown) => {
+      if (ended) return;
+      ended = true;
+      if (runner === current) currentStopped = true;
+      return replace(poolIds, reason);
+    };
+    events.on('localQueue:getJobs:complete', () => void (failedFetches = 0));
+    // graphile-worker reports a failed fetch only in its log.
+    const logger = new WorkerLogger(() => (level, message) => {
+      if (level !== 'error') return;
+      deps.onError?.(message);
+      if (!message.startsWith(FETCH_FAILED) || ++failedFetches !== FAILED_FETCHES_BEFORE_RESTART) return;
+      if (!runner || runner !== current || currentStopped || stopping) return;
+      // Killed, not stopped: a graceful stop of such a runner never ends. Its fetches failed, so it
+      // holds no job (replace() unlocks any it might, to run again).
+      const failing = runner;
+      void failing.kill().catch(() => {}).then(() => stoppedBy(`${FAILED_FETCHES_BEFORE_RESTART} job fetches failed in a row: ${message}`));
+    });
+    runner = await run({
       // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
       ...(deps.crontab ? { crontab: deps.crontab } : {}),
       pgPool: deps.pgPool,
@@ -43,15 +74,11 @@ export async function startWorker(deps: {
       concurrency: deps.concurrency ?? WORKER_CONCURRENCY,
       noHandleSignals: true,
       pollInterval: 2000,
-      logger: silentWorkerLogger(),
+      logger,
       events,
       // Fetch and lock jobs in batches, and complete them in batches, instead of one round trip each.
       preset: { worker: { localQueue: { size: 32 }, completeJobBatchDelay: 0 } },
     });
-    const stoppedBy = (reason: unknown) => {
-      if (runner === current) currentStopped = true;
-      return replace(poolIds, reason);
-    };
     runner.promise.then(() => stoppedBy('the worker pool stopped'), stoppedBy);
     return runner;
   };
@@ -78,7 +105,8 @@ export async function startWorker(deps: {
   return {
     async stop() {
       stopping = true;
-      if (!currentStopped) await current.stop();
+      // A runner being replaced may be stopping already: then wait for it to end.
+      if (!currentStopped) await current.stop().catch(() => current.promise.catch(() => {}));
     },
   };
 }
