@@ -46,13 +46,11 @@ export async function startWorker(deps: {
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
     let failedFetches = 0;
     let runner: Runner | undefined;
-    /** Whether this runner's end (stopped by itself, or killed) has been handled: it is replaced once. */
-    let ended = false;
+    /** Why this runner was stopped here: its fetches kept failing. */
+    let failing: string | null = null;
     const stoppedBy = (reason: unknown) => {
-      if (ended) return;
-      ended = true;
       if (runner === current) currentStopped = true;
-      return replace(poolIds, reason);
+      return replace(poolIds, failing ?? reason);
     };
     events.on('localQueue:getJobs:complete', () => void (failedFetches = 0));
     // graphile-worker reports a failed fetch only in its log.
@@ -61,10 +59,8 @@ export async function startWorker(deps: {
       deps.onError?.(message);
       if (!message.startsWith(FETCH_FAILED) || ++failedFetches !== FAILED_FETCHES_BEFORE_RESTART) return;
       if (!runner || runner !== current || currentStopped || stopping) return;
-      // Killed, not stopped: a graceful stop of such a runner never ends. Its fetches failed, so it
-      // holds no job (replace() unlocks any it might, to run again).
-      const failing = runner;
-      void failing.kill().catch(() => {}).then(() => stoppedBy(`${FAILED_FETCHES_BEFORE_RESTART} job fetches failed in a row: ${message}`));
+      failing = `${FAILED_FETCHES_BEFORE_RESTART} job fetches failed in a row: ${message}`;
+      void runner.stop().catch(() => {});
     });
     runner = await run({
       // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).

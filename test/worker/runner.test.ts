@@ -17,7 +17,13 @@ class RefusingPool extends pg.Pool {
     this.refusing = false;
   }
   override connect(...args: never[]): any {
-    if (this.refusing && this.given++ >= 1) return Promise.reject(new Error('timeout exceeded when trying to connect'));
+    if (this.refusing && this.given++ >= 1) {
+      const refusal = new Error('timeout exceeded when trying to connect');
+      // As pg-pool answers: through the callback when given one (its own query() passes one).
+      const callback = args[0] as ((error: Error) => void) | undefined;
+      if (typeof callback === 'function') return void process.nextTick(() => callback(refusal));
+      return Promise.reject(refusal);
+    }
     return (super.connect as (...a: never[]) => unknown)(...args);
   }
 }
