@@ -286,7 +286,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
 
     readAll: async (options) => (await readPage(options ?? {})).events,
 
-    subscribeToAll({ after = START, tenantId, onError }, onEvents) {
+    subscribeToAll({ after = START, tenantId, batchWindowMs, onError }, onEvents) {
       let position: Position = after;
       let stopped = false;
       // Set by every wake-up; a read clears it first, so one that lands between a read and the wait is
@@ -325,7 +325,10 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
             // A page that was not full held every event visible then; anything newer comes with a
             // wake-up, except what the horizon hid.
             if (full) continue;
-            if (hidden) await pauseForHorizon();
+            // Gather what is appended during the window and read it at once (the read after it is
+            // fresh: every append begins a new generation).
+            if (batchWindowMs && events.length > 0) await pause(batchWindowMs);
+            else if (hidden) await pauseForHorizon();
             else await sleep();
           } catch (error) {
             // The same batch is offered again after a pause: the handler decides what it had applied.
