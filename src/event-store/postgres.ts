@@ -2,6 +2,7 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
+import { setTimeout as pauseUnlessAborted } from 'node:timers/promises';
 import type pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
@@ -312,6 +313,8 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
         wakeSleeper();
       };
       localSubscribers.add(wake);
+      // Ends a batch window at once on stop (wake-ups do not: the window is there to let them pass).
+      const stopping = new AbortController();
       const loop = (async () => {
         await listenForOthers();
         while (!stopped) {
@@ -327,7 +330,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
             if (full) continue;
             // Gather what is appended during the window and read it at once (the read after it is
             // fresh: every append begins a new generation).
-            if (batchWindowMs && events.length > 0) await pause(batchWindowMs);
+            if (batchWindowMs && events.length > 0) await pauseUnlessAborted(batchWindowMs, undefined, { signal: stopping.signal }).catch(() => {});
             else if (hidden) await pauseForHorizon();
             else await sleep();
           } catch (error) {
@@ -340,6 +343,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       return {
         async stop() {
           stopped = true;
+          stopping.abort();
           wake();
           localSubscribers.delete(wake);
           await loop.catch(() => {});
