@@ -1,6 +1,6 @@
 // Seals each employer's events into the audit hash chain (src/audit/chain.ts) in commit order, beside
 // the append path: appends never wait for it (not awaited by commands). A checkpoint of an employer's
-// head is signed when 1,000 events (AUDIT_CHECKPOINT_EVERY_EVENTS) have been sealed since its last
+// head is signed at the event that makes 1,000 (AUDIT_CHECKPOINT_EVERY_EVENTS) sealed since its last
 // one; the 10-minute job (signDueCheckpoints) signs the rest. Not rebuildable: recomputing the chain
 // from the events as they are now would launder any change made to them since they were sealed.
 import { sql, type CommonQueryMethods } from 'slonik';
@@ -37,23 +37,22 @@ export function auditChainProjection(deps: { signer: AuditSigner; checkpointEver
         SELECT employer_id, seq, hash, checkpointed_seq FROM audit_chain_heads WHERE employer_id = ANY(${sql.array(employers, 'text')})`);
       const heads = new Map<string, Head>(stored.map((row) => [row.employer_id, headOf(row)]));
       const links: Array<{ employer_id: string; seq: number; event_id: string; prev_hash: string; hash: string }> = [];
+      const checkpoints: SignedCheckpoint[] = [];
+      const signedAt = new Date().toISOString();
       for (const event of events) {
         const employerId = event.metadata.tenantId;
         if (!employerId) continue;
-        const head = heads.get(employerId) ?? { employer_id: employerId, seq: 0, hash: GENESIS_HASH, checkpointed_seq: 0 };
-        const hash = chainHash(head.hash, sealedFieldsOf(event));
-        links.push({ employer_id: employerId, seq: head.seq + 1, event_id: event.eventId, prev_hash: head.hash, hash });
-        heads.set(employerId, { ...head, seq: head.seq + 1, hash });
+        const previous = heads.get(employerId) ?? { employer_id: employerId, seq: 0, hash: GENESIS_HASH, checkpointed_seq: 0 };
+        const head = { ...previous, seq: previous.seq + 1, hash: chainHash(previous.hash, sealedFieldsOf(event)) };
+        links.push({ employer_id: employerId, seq: head.seq, event_id: event.eventId, prev_hash: previous.hash, hash: head.hash });
+        // At the very event, however many events the batch holds.
+        if (head.seq - head.checkpointed_seq >= deps.checkpointEveryEvents) {
+          checkpoints.push(signCheckpoint(deps.signer.privateKey, { employerId, seq: head.seq, headHash: head.hash, signedAt }));
+          head.checkpointed_seq = head.seq;
+        }
+        heads.set(employerId, head);
       }
-      const signedAt = new Date().toISOString();
-      const checkpoints = [...heads.values()]
-        .filter((head) => employers.includes(head.employer_id) && head.seq - head.checkpointed_seq >= deps.checkpointEveryEvents)
-        .map((head) => signCheckpoint(deps.signer.privateKey, { employerId: head.employer_id, seq: head.seq, headHash: head.hash, signedAt }));
-      const checkpointedNow = new Set(checkpoints.map((checkpoint) => checkpoint.employerId));
-      const newHeads = employers.map((employerId) => {
-        const head = heads.get(employerId)!;
-        return checkpointedNow.has(employerId) ? { ...head, checkpointed_seq: head.seq } : head;
-      });
+      const newHeads = employers.map((employerId) => heads.get(employerId)!);
       // One statement for the links, the heads and the checkpoints (a CTE may not update a row twice,
       // so a head takes its new checkpointed_seq in its own upsert): this runs for every batch.
       await tx.query(sql.unsafe`
