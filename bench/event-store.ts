@@ -5,6 +5,8 @@
 //     one INSERT ... SELECT of the same rows into an unindexed table (the physical pace of writing them).
 // (c) Read-your-writes command latency while `projections rebuild tenants` (the CLI, a process of its
 //     own) rebuilds over 100,000 events, next to the same commands without a rebuild.
+// (d) Append throughput with the audit chain's sealing running beside the appends and without it,
+//     alternated, and sealing throughput in events/s (bench/audit-chain.ts).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -19,6 +21,7 @@ import type { Database } from '../src/db/pools.ts';
 import { START, type RecordedEvent } from '../src/event-store/port.ts';
 import { eventRegistryOf } from '../src/main.ts';
 import { registerUser } from '../src/tenants/commands.ts';
+import { auditChainSealingBench } from './audit-chain.ts';
 import { percentile, startBenchService, runConcurrently } from './support.ts';
 
 const CONCURRENCY = 16;
@@ -100,6 +103,8 @@ export default async function eventStoreBench(): Promise<void> {
     await service.stopAll();
   }
   await commandsDuringRebuild();
+  console.log('(d) audit-chain sealing beside the appends (a database of its own)');
+  await auditChainSealingBench();
 }
 
 /**

@@ -1,6 +1,6 @@
 // What every benchmark needs: a real Postgres of its own (embedded in a temp directory, or
 // DATABASE_URL's server with a fresh database), the service started on it, and percentile maths.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -108,4 +108,38 @@ export async function plainInsertTransactions(pool: pg.Pool, count: number, conc
     }
   }));
   return count / ((performance.now() - started) / 1000);
+}
+
+/**
+ * A clock of the CPU seconds used so far by this process and by the Postgres server behind `pool`
+ * (postmaster, its children alive, and those that exited, which the postmaster's own figures
+ * include): CPU per operation hardly moves when other work shares the machine, throughput does.
+ * `postgres` is null when the server is not a process of this machine (read from /proc, Linux).
+ */
+export async function startCpuClock(pool: pg.Pool): Promise<() => Promise<{ process: number; postgres: number | null }>> {
+  const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  // /proc/<pid>/stat fields after the parenthesised command name, from field 3 (state) on.
+  const statOf = async (pid: string | number) => (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ').pop()!.split(' ');
+  // A backend of a server elsewhere may share its pid with an unrelated process here.
+  const isPostgres = async (pid: string | number) => (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim() === 'postgres';
+  const backend = rows[0]!.pid;
+  const parent = (await isPostgres(backend)) ? (await statOf(backend))[1]! : null;
+  const postmaster = parent && (await isPostgres(parent)) ? parent : null;
+  const ticksPerSecond = 100; // USER_HZ, fixed by the Linux ABI
+  const postgresSeconds = async (): Promise<number | null> => {
+    if (!postmaster) return null;
+    const own = await statOf(postmaster).catch(() => null);
+    if (!own) return null;
+    let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const fields = await statOf(entry).catch(() => null);
+      if (fields?.[1] === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+    }
+    return ticks / ticksPerSecond;
+  };
+  return async () => {
+    const usage = process.cpuUsage();
+    return { process: (usage.user + usage.system) / 1e6, postgres: await postgresSeconds() };
+  };
 }

@@ -254,7 +254,7 @@ export async function startProjectionRunner(deps: {
     const after = await readCheckpoint(deps.pool, projection.name);
     let storedAt = performance.now();
     subscriptions.push(
-      deps.eventStore.subscribeToAll({ after, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
+      deps.eventStore.subscribeToAll({ after, batchWindowMs: projection.batchWindowMs, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
         const end = batch[batch.length - 1]!.position;
         // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
         // the next relevant batch (after a restart the skipped events are read and skipped again), and

@@ -140,7 +140,7 @@ export function createKurrentDbEventStore(connectionString: string, registry: Ev
       return events;
     },
 
-    subscribeToAll({ after = START, tenantId, onError }, onEvents) {
+    subscribeToAll({ after = START, tenantId, batchWindowMs, onError }, onEvents) {
       let position: Position = after;
       let current: AllStreamSubscription | null = null;
       const stopping = new AbortController();
@@ -172,6 +172,8 @@ export function createKurrentDbEventStore(connectionString: string, registry: Ev
                 .filter((event) => comparePositions(event.position, position) > 0)
                 .map(toParsedEvent);
               if (events.length > 0) await deliver(events);
+              // Let the events appended during the window gather in the subscription's buffer.
+              if (batchWindowMs && batch.length < DEFAULT_READ_BATCH) await pause(batchWindowMs, undefined, { signal: stopping.signal }).catch(() => {});
             }
           } catch (error) {
             if (!stopping.signal.aborted) onError?.(error);

@@ -100,9 +100,13 @@ export interface EventStore {
   readStream(streamName: string, options?: { fromRevision?: bigint }): Promise<RecordedEvent[]>;
   /** Events in global order, never skipping one that commits later with a lower position; parsed, or flagged `unreadable`. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
-  /** Catch-up subscription: delivers every event after `after` in global order, then live ones. */
+  /**
+   * Catch-up subscription: delivers every event after `after` in global order, then live ones.
+   * `batchWindowMs`: after a batch smaller than a full page, wait this long before reading on, so that
+   * events appended meanwhile come in one batch (for consumers that may lag a little).
+   */
   subscribeToAll(
-    options: { after?: Position; tenantId?: string; onError?: (error: unknown) => void },
+    options: { after?: Position; tenantId?: string; batchWindowMs?: number; onError?: (error: unknown) => void },
     onEvents: (events: RecordedEvent[]) => Promise<void>,
   ): Subscription;
   /**

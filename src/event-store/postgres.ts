@@ -2,6 +2,7 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
+import { setTimeout as pauseUnlessAborted } from 'node:timers/promises';
 import type pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
@@ -286,7 +287,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
 
     readAll: async (options) => (await readPage(options ?? {})).events,
 
-    subscribeToAll({ after = START, tenantId, onError }, onEvents) {
+    subscribeToAll({ after = START, tenantId, batchWindowMs, onError }, onEvents) {
       let position: Position = after;
       let stopped = false;
       // Set by every wake-up; a read clears it first, so one that lands between a read and the wait is
@@ -312,6 +313,8 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
         wakeSleeper();
       };
       localSubscribers.add(wake);
+      // Ends a batch window at once on stop (wake-ups do not: the window is there to let them pass).
+      const stopping = new AbortController();
       const loop = (async () => {
         await listenForOthers();
         while (!stopped) {
@@ -325,7 +328,10 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
             // A page that was not full held every event visible then; anything newer comes with a
             // wake-up, except what the horizon hid.
             if (full) continue;
-            if (hidden) await pauseForHorizon();
+            // Gather what is appended during the window and read it at once (the read after it is
+            // fresh: every append begins a new generation).
+            if (batchWindowMs && events.length > 0) await pauseUnlessAborted(batchWindowMs, undefined, { signal: stopping.signal }).catch(() => {});
+            else if (hidden) await pauseForHorizon();
             else await sleep();
           } catch (error) {
             // The same batch is offered again after a pause: the handler decides what it had applied.
@@ -337,6 +343,7 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
       return {
         async stop() {
           stopped = true;
+          stopping.abort();
           wake();
           localSubscribers.delete(wake);
           await loop.catch(() => {});

@@ -18,6 +18,12 @@ export type Projection<Event extends DomainEvent = DomainEvent> = {
   rebuildable?: boolean;
   /** Read models a command waits for (read-your-writes). False for background consumers. */
   awaitedByCommands?: boolean;
+  /**
+   * For a background consumer that may lag: while events arrive one by one, the runner gathers them
+   * this long and applies them in one batch, so it costs a few transactions a second however often
+   * commands append (catch-up pages are applied at once). Unset: every wake-up is applied at once.
+   */
+  batchWindowMs?: number;
   apply(tx: DatabaseTransactionConnection, events: RecordedEvent<Event>[]): Promise<void>;
 };
 

@@ -75,7 +75,7 @@ describe('audit chain tamper evidence', () => {
     const { employerId, events } = tenants.untouched;
     const verified = await verifyTenantChain(service.ctx, employerId);
     expect(verified).toMatchObject({ ok: true, events: events.length, headSeq: events.length });
-    // A checkpoint once at least 4 events were sealed since the last (batches may seal more at once).
+    // A checkpoint at every 4th event sealed since the last, however sealing batched them.
     const checkpointSeqs = (await service.ctx.db.pg.query('SELECT seq::int FROM audit_checkpoints WHERE employer_id = $1 ORDER BY seq', [employerId])).rows.map((row) => row.seq as number);
     expect(checkpointSeqs.length).toBeGreaterThanOrEqual(2);
     checkpointSeqs.forEach((seq, index) => expect(seq - (checkpointSeqs[index - 1] ?? 0)).toBeGreaterThanOrEqual(4));

@@ -315,6 +315,21 @@ export function eventStoreContract(name: string, factory: EventStoreFactory): vo
         expect(subscription.events.every((event) => event.metadata.tenantId === tenant.tenantId)).toBe(true);
       });
 
+      it('with a batch window, delivers the events appended one by one during it in one batch', async () => {
+        const tenant = newTenant();
+        const batchSizes: number[] = [];
+        // A window far longer than five appends take, so that all of them land in it.
+        const subscription = record({ tenantId: tenant.tenantId, batchWindowMs: 1500 }, async (batch) => void batchSizes.push(batch.length));
+        await tenant.append('a', [1], 'no_stream');
+        await subscription.received(1);
+        for (let n = 2; n <= 6; n++) await tenant.append('a', [n], BigInt(n - 2));
+        await subscription.received(6);
+        await subscription.stop();
+
+        expect(numbers(subscription.events)).toEqual([1, 2, 3, 4, 5, 6]);
+        expect(batchSizes).toEqual([1, 5]);
+      });
+
       it('starts strictly after the given position', async () => {
         const tenant = newTenant();
         await tenant.append('a', [1, 2, 3], 'no_stream');
