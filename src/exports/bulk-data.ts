@@ -1,7 +1,8 @@
 // FHIR Bulk Data export (HL7 Bulk Data Access IG 2.0): the run of one export. Each resource type is
 // read in keyset pages by id, in the snapshot of the export's transactionTime (resources last updated
 // after it are left to the next `_since` export), and written as NDJSON chunks; a chunk commits with
-// the position after it, so a run killed mid-export resumes where the last chunk ended.
+// the position after it, so a run killed mid-export resumes where the last chunk ended. A group-level
+// export (`Group/{cohortId}/$export`) reads only the resources of the cohort's patients.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
@@ -12,7 +13,8 @@ import { lockExport, writeChunk, type ExportRow } from './store.ts';
 /** A file holds at most this many resources (100 chunks); past it, the type's next file starts. */
 export const BULK_FILE_MAX_LINES = 100 * EXPORT_PAGE_ROWS;
 
-export type BulkRequest = { url: string; types: string[]; since: string | null };
+/** `group`: the cohort of a group-level export (absent for system and patient level). */
+export type BulkRequest = { url: string; types: string[]; since: string | null; group?: string };
 type BulkPosition = { typeIndex: number; after: string | null; seq: number };
 
 export const bulkStatusUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}/bulk-export/${exportId}`;
@@ -22,7 +24,8 @@ const resourceRow = z.object({ id: z.string(), resource: z.string() });
 
 function snapshotCondition(row: ExportRow, request: BulkRequest) {
   return sql.fragment`employer_id = ${row.employer_id} AND NOT erased AND last_updated <= ${row.transaction_time!}::timestamptz
-    ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}`;
+    ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}
+    ${request.group ? sql.fragment`AND patient_id IN (SELECT patient_id FROM cohort_members WHERE employer_id = ${row.employer_id} AND cohort_id = ${request.group})` : sql.fragment``}`;
 }
 
 export async function countBulkResources(pool: CommonQueryMethods, row: ExportRow): Promise<number> {
