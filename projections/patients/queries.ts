@@ -4,8 +4,8 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
-import { startsWithPattern, type FhirJson } from '../../src/fhir/search-parameters.ts';
-import { cohortRowOf } from '../../src/patients/cohort-row.ts';
+import { startsWithPattern } from '../../src/fhir/search-parameters.ts';
+import { EXTERNAL_ID_SYSTEM } from '../../src/patients/cohort-row.ts';
 import type { PatientDirectory } from '../../src/workflows/patient-directory.ts';
 
 export const cohortSummary = z
@@ -57,7 +57,25 @@ export const rosterPatient = z
   })
   .meta({ id: 'RosterPatient' });
 
-const patientRow = z.object({ id: z.string(), resource: z.record(z.string(), z.unknown()), created_at: z.string(), last_updated: z.string(), cursor_at: z.string() });
+const rosterRow = z.object({
+  id: z.string(), email: z.string().nullable(), first_name: z.string().nullable(), last_name: z.string().nullable(), birth_date: z.string().nullable(),
+  external_id: z.string().nullable(), phone: z.string().nullable(), created_iso: z.string(), updated_iso: z.string(), cursor_at: z.string(),
+});
+
+/**
+ * A Patient as the roster shows it (the cohort row's fields, the inverse of patientFromRow): the first
+ * e-mail, the first name's family and first given, the birth date, the identifier of EXTERNAL_ID_SYSTEM
+ * (else the first identifier), the first phone. Taken out in Postgres, so a roster read (and every
+ * export) parses a few strings a row rather than the whole resource; timestamps as ISO 8601 text (named
+ * apart from the columns: ORDER BY created_at must sort by the column, not by this text).
+ */
+const rosterColumns = sql.fragment`id,
+  jsonb_path_query_first(resource, '$.telecom[*] ? (@.system == "email" && @.value != "").value') #>> '{}' AS email,
+  resource #>> '{name,0,given,0}' AS first_name, resource #>> '{name,0,family}' AS last_name, resource ->> 'birthDate' AS birth_date,
+  coalesce(jsonb_path_query_first(resource, ${`$.identifier[*] ? (@.system == "${EXTERNAL_ID_SYSTEM}")`}::jsonpath), resource #> '{identifier,0}') ->> 'value' AS external_id,
+  jsonb_path_query_first(resource, '$.telecom[*] ? (@.system == "phone")') ->> 'value' AS phone,
+  to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_iso,
+  to_char(last_updated AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_iso`;
 
 /** A roster search: an e-mail's blind index (exact), or the start of a first or last name. */
 export type RosterSearch = { emailIndex: string } | { namePrefix: string };
@@ -72,28 +90,25 @@ function rosterSearchCondition(search: RosterSearch) {
 }
 
 export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch }) {
-  const rows = await pool.any(sql.type(patientRow)`
-    SELECT id, resource, created_at, last_updated, created_at::text AS cursor_at FROM fhir_resources r
+  const rows = await pool.any(sql.type(rosterRow)`
+    SELECT ${rosterColumns}, created_at::text AS cursor_at FROM fhir_resources r
     WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased
       ${after ? sql.fragment`AND (created_at, id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
       ${search ? rosterSearchCondition(search) : sql.fragment``}
     ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
   return {
-    patients: page.map((row) => {
-      const fields = cohortRowOf(row.resource as FhirJson);
-      return {
-        id: row.id,
-        email: fields.email ?? null,
-        firstName: fields.firstName ?? null,
-        lastName: fields.lastName ?? null,
-        birthDate: fields.birthDate ?? null,
-        externalId: fields.externalId ?? null,
-        phone: fields.phone ?? null,
-        createdAt: row.created_at,
-        updatedAt: row.last_updated,
-      };
-    }),
+    patients: page.map((row) => ({
+      id: row.id,
+      email: row.email?.toLowerCase() ?? null,
+      firstName: row.first_name,
+      lastName: row.last_name,
+      birthDate: row.birth_date,
+      externalId: row.external_id,
+      phone: row.phone,
+      createdAt: row.created_iso,
+      updatedAt: row.updated_iso,
+    })),
     next,
   };
 }

@@ -1,28 +1,29 @@
 // FHIR Bulk Data export (HL7 Bulk Data Access IG 2.0): the run of one export. Each resource type is
 // read in keyset pages by id, in the snapshot of the export's transactionTime (resources last updated
 // after it are left to the next `_since` export), and written as NDJSON chunks; a chunk commits with
-// the position after it, so a run killed mid-export resumes where the last chunk ended.
+// the position after it, so a run killed mid-export resumes where the last chunk ended. A group-level
+// export (`Group/{cohortId}/$export`) reads only the resources of the cohort's patients.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { FHIR_PATH } from '../fhir/routes.ts';
 import { EXPORT_PAGE_ROWS } from './roster.ts';
-import { lockExport, writeChunk, type ExportRow } from './store.ts';
+import { lockExport, writeChunkFromQuery, type ExportRow } from './store.ts';
 
 /** A file holds at most this many resources (100 chunks); past it, the type's next file starts. */
 export const BULK_FILE_MAX_LINES = 100 * EXPORT_PAGE_ROWS;
 
-export type BulkRequest = { url: string; types: string[]; since: string | null };
+/** `group`: the cohort of a group-level export (absent for system and patient level). */
+export type BulkRequest = { url: string; types: string[]; since: string | null; group?: string };
 type BulkPosition = { typeIndex: number; after: string | null; seq: number };
 
 export const bulkStatusUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}/bulk-export/${exportId}`;
 export const bulkFileName = (type: string, seq: number) => `${type}-${Math.floor((seq * EXPORT_PAGE_ROWS) / BULK_FILE_MAX_LINES) + 1}.ndjson`;
 
-const resourceRow = z.object({ id: z.string(), resource: z.string() });
-
 function snapshotCondition(row: ExportRow, request: BulkRequest) {
   return sql.fragment`employer_id = ${row.employer_id} AND NOT erased AND last_updated <= ${row.transaction_time!}::timestamptz
-    ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}`;
+    ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}
+    ${request.group ? sql.fragment`AND patient_id IN (SELECT patient_id FROM cohort_members WHERE employer_id = ${row.employer_id} AND cohort_id = ${request.group})` : sql.fragment``}`;
 }
 
 export async function countBulkResources(pool: CommonQueryMethods, row: ExportRow): Promise<number> {
@@ -31,30 +32,29 @@ export async function countBulkResources(pool: CommonQueryMethods, row: ExportRo
     SELECT count(*)::int AS count FROM fhir_resources WHERE ${snapshotCondition(row, request)} AND resource_type = ANY(${sql.array(request.types, 'text')})`);
 }
 
-/** Writes the export's remaining chunks; stops early (false) when the export was cancelled meanwhile. */
+/**
+ * Writes the export's remaining chunks; stops early (false) when the export was cancelled meanwhile.
+ * Postgres reads each page and joins its resources into the chunk itself: the resources never pass
+ * through this process, so its memory and CPU stay flat whatever the export's size.
+ */
 export async function writeBulkFiles(ctx: AppContext, row: ExportRow): Promise<boolean> {
   const request = row.request as BulkRequest;
   const at = { employerId: row.employer_id, exportId: row.export_id };
   let position = (row.resume_after as BulkPosition | null) ?? { typeIndex: 0, after: null, seq: 0 };
   while (position.typeIndex < request.types.length) {
     const type = request.types[position.typeIndex]!;
-    const rows = await ctx.db.slonik.any(sql.type(resourceRow)`
-      SELECT id, resource::text AS resource FROM fhir_resources
-      WHERE ${snapshotCondition(row, request)} AND resource_type = ${type} ${position.after === null ? sql.fragment`` : sql.fragment`AND id > ${position.after}`}
-      ORDER BY id LIMIT ${EXPORT_PAGE_ROWS}`);
-    const next: BulkPosition = rows.length < EXPORT_PAGE_ROWS ? { typeIndex: position.typeIndex + 1, after: null, seq: 0 } : { ...position, after: rows.at(-1)!.id, seq: position.seq + 1 };
-    const written = await ctx.db.slonik.transaction(async (tx) => {
+    const from = position;
+    const lines = sql.fragment`
+      SELECT id, resource::text AS line FROM fhir_resources
+      WHERE ${snapshotCondition(row, request)} AND resource_type = ${type} ${from.after === null ? sql.fragment`` : sql.fragment`AND id > ${from.after}`}
+      ORDER BY id LIMIT ${EXPORT_PAGE_ROWS}`;
+    const next = await ctx.db.slonik.transaction(async (tx) => {
       const current = await lockExport(tx, at.employerId, at.exportId);
-      if (current?.status !== 'running') return false;
-      if (rows.length > 0) {
-        const content = rows.map((resource) => resource.resource).join('\n') + '\n';
-        await writeChunk(tx, at, { fileName: bulkFileName(type, position.seq), seq: position.seq, lineCount: rows.length, content }, next);
-      } else {
-        await tx.query(sql.unsafe`UPDATE exports SET resume_after = ${sql.jsonb(next)} WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);
-      }
-      return true;
+      if (current?.status !== 'running') return null;
+      return writeChunkFromQuery(tx, at, { fileName: bulkFileName(type, from.seq), seq: from.seq, lines }, ({ lineCount, lastId }): BulkPosition =>
+        lineCount < EXPORT_PAGE_ROWS ? { typeIndex: from.typeIndex + 1, after: null, seq: 0 } : { ...from, after: lastId, seq: from.seq + 1 });
     });
-    if (!written) return false;
+    if (next === null) return false;
     position = next;
   }
   return true;

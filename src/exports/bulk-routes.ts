@@ -1,8 +1,9 @@
-// FHIR Bulk Data routes (Bulk Data Access IG 2.0, SPEC 4.4): kick-off at [base]/$export and
-// [base]/Patient/$export (GET, or POST with a Parameters body or the same parameters in the query),
-// status and manifest at /api/fhir/bulk-export/{exportId}, its NDJSON files, and DELETE to cancel.
-// Errors are OperationOutcomes. Every patient resource type is in the Patient compartment, so both
-// kick-offs export the same types.
+// FHIR Bulk Data routes (Bulk Data Access IG 2.0, SPEC 4.4): kick-off at [base]/$export,
+// [base]/Patient/$export and [base]/Group/{cohortId}/$export (GET, or POST with a Parameters body or
+// the same parameters in the query), status and manifest at /api/fhir/bulk-export/{exportId}, its
+// NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. Every patient resource type is in
+// the Patient compartment, so the system and patient kick-offs export the same resources; a group's
+// are those of the cohort's patients.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
@@ -14,6 +15,7 @@ import { FHIR_RESOURCE_TYPES } from '../fhir/search-parameters.ts';
 import { defineRoute } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from './bulk-data.ts';
+import { getCohort } from '../../projections/patients/queries.ts';
 import { cancelExport, fileStream, getExport, insertExport } from './store.ts';
 import { queueExportJob } from './tasks.ts';
 
@@ -35,6 +37,7 @@ const parametersBody = z
   .optional()
   .meta({ description: 'A FHIR Parameters resource with _type, _since, _outputFormat (valueString / valueInstant).' });
 const exportIdParams = z.object({ exportId: z.string().max(64) });
+const groupParams = z.object({ cohortId: z.string().max(100).meta({ description: 'A cohort id (a cohort upload is a Group)' }) });
 const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
 
 /** The kick-off's parameters, from the query and a Parameters body together (clients send either). */
@@ -61,23 +64,33 @@ export function bulkDataRoutes(): RoutePlugin {
   return async function bulkDataRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     fastify.addContentTypeParser(FHIR_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
 
-    for (const level of ['', '/Patient'] as const) {
+    const levels = [
+      { path: '', summary: 'Start a FHIR Bulk Data export', group: false },
+      { path: '/Patient', summary: 'Start a FHIR Bulk Data export of the Patient compartment', group: false },
+      { path: '/Group/:cohortId', summary: "Start a FHIR Bulk Data export of a cohort's patients and their resources", group: true },
+    ] as const;
+    for (const level of levels) {
       for (const method of ['GET', 'POST'] as const) {
         defineRoute(fastify, ctx, {
           method,
-          url: `${FHIR_PATH}${level}/$export`,
-          summary: `Start a FHIR Bulk Data export${level ? ' of the Patient compartment' : ''}`,
+          url: `${FHIR_PATH}${level.path}/$export`,
+          summary: level.summary,
           description:
             `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. While an export of the employer is pending or running, another kick-off is 429 with Retry-After. ` +
-            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.`,
+            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.` +
+            (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : ''),
           tags,
           auth,
           errorShape: fhirErrorShape,
+          ...(level.group ? { params: groupParams } : {}),
           querystring: kickOffQuery,
           ...(method === 'POST' ? { body: parametersBody } : {}),
           responses: { 202: { description: 'Accepted; poll Content-Location' } },
-          handler: async ({ query, body, principal, request, reply }) => {
-            const bulkRequest: BulkRequest = { ...bulkRequestOf(request, query, body as z.infer<typeof parametersBody>), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
+          handler: async ({ params, query, body, principal, request, reply }) => {
+            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
+            const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
+            if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError(404, `No cohort ${group}.`);
+            const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             const busy = await ctx.db.slonik.transaction(async (tx) => {
               // One kick-off at a time per employer decides whether another export is in flight.

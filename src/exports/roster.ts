@@ -9,9 +9,9 @@ export const EXPORT_PAGE_ROWS = 1000;
 export type RosterPatient = z.infer<typeof rosterPatient>;
 
 /** The next page is read while the caller handles the current one (reads and writes overlap). */
-export async function* rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null) {
+export async function* rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null, rows = EXPORT_PAGE_ROWS) {
   const read = (from: Keyset | null) => {
-    const page = listRoster(pool, employerId, { limit: EXPORT_PAGE_ROWS, after: from });
+    const page = listRoster(pool, employerId, { limit: rows, after: from });
     page.catch(() => {}); // a caller that stopped early never awaits it; one that awaits it sees the error
     return page;
   };

@@ -73,20 +73,52 @@ export async function lockExport(tx: DatabaseTransactionConnection, employerId: 
   return tx.maybeOne(sql.type(exportRow)`SELECT ${isoColumns} FROM exports WHERE employer_id = ${employerId} AND export_id = ${exportId} FOR UPDATE`);
 }
 
-/** One chunk of a file and the position it was read up to, in the caller's transaction: both or neither. */
+/** The export's counters after a chunk of `lineCount` lines, and the position it was read up to. */
+const chunkWritten = (lineCount: number, resumeAfter: unknown) => sql.fragment`
+  status = 'running', row_count = row_count + ${lineCount}, resume_after = ${sql.jsonb(resumeAfter as never)},
+  progress = CASE WHEN total_rows > 0 THEN LEAST(99, ((row_count + ${lineCount}) * 100) / total_rows) ELSE 0 END`;
+
+/**
+ * One chunk of a file and the position it was read up to, in one statement (one round trip): both or
+ * neither.
+ */
 export async function writeChunk(
-  tx: DatabaseTransactionConnection,
+  db: CommonQueryMethods,
   at: { employerId: string; exportId: string },
   chunk: { fileName: string; seq: number; lineCount: number; content: string },
   resumeAfter: unknown,
 ): Promise<void> {
-  await tx.query(sql.unsafe`
-    INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
-    VALUES (${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, ${chunk.lineCount}, ${chunk.content})`);
-  await tx.query(sql.unsafe`
-    UPDATE exports SET status = 'running', row_count = row_count + ${chunk.lineCount}, resume_after = ${sql.jsonb(resumeAfter as never)},
-      progress = CASE WHEN total_rows > 0 THEN LEAST(99, ((row_count + ${chunk.lineCount}) * 100) / total_rows) ELSE 0 END
+  await db.query(sql.unsafe`
+    WITH chunk AS (
+      INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
+      VALUES (${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, ${chunk.lineCount}, ${chunk.content}))
+    UPDATE exports SET ${chunkWritten(chunk.lineCount, resumeAfter)}
     WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);
+}
+
+/**
+ * A chunk whose lines Postgres reads and joins itself (`lines`: a query of `id` and `line`, in order),
+ * so the lines never pass through this process, and the position after it (`positionAfter`, from the
+ * chunk's line count and last id), in the caller's transaction. No chunk is written when there are no
+ * lines. Answers the position.
+ */
+export async function writeChunkFromQuery<Position>(
+  tx: DatabaseTransactionConnection,
+  at: { employerId: string; exportId: string },
+  chunk: { fileName: string; seq: number; lines: ReturnType<typeof sql.fragment> },
+  positionAfter: (written: { lineCount: number; lastId: string | null }) => Position,
+): Promise<Position> {
+  const written = await tx.one(sql.type(z.object({ line_count: z.number(), last_id: z.string().nullable() }))`
+    WITH page AS (${chunk.lines}),
+    chunk AS (
+      INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
+      SELECT ${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, count(*), string_agg(line, E'\n' ORDER BY id) || E'\n' FROM page HAVING count(*) > 0)
+    SELECT count(*)::int AS line_count, max(id) AS last_id FROM page`);
+  const position = positionAfter({ lineCount: written.line_count, lastId: written.last_id });
+  await tx.query(sql.unsafe`
+    UPDATE exports SET ${chunkWritten(written.line_count, position)}
+    WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);
+  return position;
 }
 
 export async function markCompleted(tx: CommonQueryMethods, employerId: string, exportId: string, retentionDays: number): Promise<ExportRow> {
@@ -110,8 +142,10 @@ export async function deleteExpiredFiles(pool: CommonQueryMethods): Promise<numb
 }
 
 const chunkRow = z.object({ seq: z.number(), content: z.string() });
+/** Chunks read a query: few round trips, and two chunks (a CSV chunk is about 0.5 MB) in memory. */
+const FILE_READ_CHUNKS = 2;
 
-/** A file's text, one chunk at a time (keyset on seq): memory holds one chunk, whatever the file's size. */
+/** A file's text, a few chunks at a time (keyset on seq): memory holds those, whatever the file's size. */
 export function fileStream(pool: CommonQueryMethods, at: { employerId: string; exportId: string }, fileName: string): Readable {
   async function* chunks() {
     let after = -1;
@@ -119,9 +153,9 @@ export function fileStream(pool: CommonQueryMethods, at: { employerId: string; e
       const rows = await pool.any(sql.type(chunkRow)`
         SELECT seq, content FROM export_chunks
         WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId} AND file_name = ${fileName} AND seq > ${after}
-        ORDER BY seq LIMIT 8`);
+        ORDER BY seq LIMIT ${FILE_READ_CHUNKS}`);
       for (const row of rows) yield row.content;
-      if (rows.length < 8) return;
+      if (rows.length < FILE_READ_CHUNKS) return;
       after = rows.at(-1)!.seq;
     }
   }

@@ -30,17 +30,28 @@ export function queueExportJob(job: ExportJob) {
   return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5)`;
 }
 
+/** Rows of a CSV chunk: large chunks make few statements; one chunk's rows and text are what memory holds. */
+const CSV_CHUNK_ROWS = 5_000;
+
+/**
+ * Reads, formats and writes overlap: the next page is read while this one is formatted, and a chunk is
+ * formatted while the one before it is written. One write at a time, so chunks commit in order.
+ */
 async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   const at = { employerId: row.employer_id, exportId: row.export_id };
   const position = (row.resume_after as CsvPosition | null) ?? { after: null, seq: 0 };
   let seq = position.seq;
-  for await (const page of rosterPages(ctx.db.slonik, row.employer_id, position.after)) {
+  let writing: Promise<void> = Promise.resolve();
+  for await (const page of rosterPages(ctx.db.slonik, row.employer_id, position.after, CSV_CHUNK_ROWS)) {
     if (page.patients.length === 0 && seq > 0) break;
-    const content = csvLines(page.patients, seq === 0);
+    const chunk = { fileName: CSV_FILE, seq, lineCount: page.patients.length, content: csvLines(page.patients, seq === 0) };
     const next: CsvPosition = { after: page.next, seq: seq + 1 };
-    await ctx.db.slonik.transaction((tx) => writeChunk(tx, at, { fileName: CSV_FILE, seq, lineCount: page.patients.length, content }, next));
+    await writing;
+    writing = writeChunk(ctx.db.slonik, at, chunk, next);
+    writing.catch(() => {}); // awaited before the next write or at the end, which see the error
     seq += 1;
   }
+  await writing;
   return true;
 }
 

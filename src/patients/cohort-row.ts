@@ -1,6 +1,7 @@
-// A cohort row (one patient of an upload) and the FHIR Patient it stands for, both ways.
+// A cohort row (one patient of an upload) and the FHIR Patient it stands for. The way back (a Patient's
+// cohort-row fields, as the roster shows them) is read in Postgres: projections/patients/queries.ts.
 import { z } from 'zod';
-import { patientEmails, type FhirJson } from '../fhir/search-parameters.ts';
+import type { FhirJson } from '../fhir/search-parameters.ts';
 
 /** The identifier system of a cohort row's externalId. */
 export const EXTERNAL_ID_SYSTEM = 'urn:employer-integrations:external-id';
@@ -44,20 +45,4 @@ export function patientFromRow(row: CohortRow, existing: FhirJson = { resourceTy
   else delete patient.identifier;
   if (row.birthDate) patient.birthDate = row.birthDate;
   return patient;
-}
-
-/** A Patient as the roster shows it (the cohort row's fields). */
-export function cohortRowOf(patient: FhirJson): Partial<CohortRow> {
-  const name = patient.name?.[0];
-  const phone = (patient.telecom ?? []).find((t: FhirJson) => t.system === 'phone')?.value;
-  const identifiers: FhirJson[] = patient.identifier ?? [];
-  const externalId = (identifiers.find((i) => i.system === EXTERNAL_ID_SYSTEM) ?? identifiers[0])?.value;
-  return {
-    email: patientEmails(patient)[0]?.toLowerCase(),
-    firstName: name?.given?.[0],
-    lastName: name?.family,
-    birthDate: patient.birthDate,
-    externalId,
-    phone,
-  };
 }

@@ -1,6 +1,7 @@
-// FHIR Bulk Data driven as a client would (plain fetch): kick-off by POST Parameters and by GET query,
-// polling, the manifest, NDJSON downloads whose every line is a valid R4 resource (no erased patient,
-// no duplicate), 400 for what is unsupported, 429 while one runs, cancel, and 404 for another employer.
+// FHIR Bulk Data driven as a client would (plain fetch): kick-off (system, patient and group level) by
+// POST Parameters and by GET query, polling, the manifest, NDJSON downloads whose every line is a valid
+// R4 resource (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
+// unsupported, 429 while one runs, cancel, and 404 for another employer.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertExport } from '../../src/exports/store.ts';
@@ -107,6 +108,34 @@ describe('FHIR Bulk Data export', () => {
       const outcome = (await refused.json()) as any;
       expect(outcome).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'invalid' }] });
     }
+  });
+
+  it("exports a cohort's patients and their resources at Group/{cohortId}/$export, and 404 for an unknown or another employer's cohort", async () => {
+    const tenant = await exportTenant(service);
+    const other = await exportTenant(service);
+    const cohort = await uploadPatients(tenant.api, Array.from({ length: 3 }, (_, i) => ({ email: `group.${i}@example.test`, firstName: `Group${i}`, lastName: 'Member' })));
+    await uploadPatients(tenant.api, [{ email: 'outside@example.test', firstName: 'Outside', lastName: 'Patient' }]);
+    const roster = await rosterOf(tenant.api);
+    const members = roster.filter((p) => p.email.startsWith('group.'));
+    const outsider = roster.find((p) => p.email === 'outside@example.test');
+    const memberObservation = await observationFor(tenant, members[0].id);
+    await observationFor(tenant, outsider.id);
+
+    const manifest = await manifestOf(tenant, await kickOff(tenant, `/Group/${cohort}/$export?_type=Patient,Observation`));
+    expect(manifest.request).toBe(`${service.url}/api/fhir/Group/${cohort}/$export?_type=Patient,Observation`);
+    expect(manifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 3], ['Observation', 1]]);
+    const patients = await linesOf(tenant, manifest.output[0].url);
+    const observations = await linesOf(tenant, manifest.output[1].url);
+    for (const resource of [...patients, ...observations]) expect(validationIssues(resource)).toEqual([]);
+    expect(patients.map((p) => p.id).sort()).toEqual(members.map((p) => p.id).sort());
+    expect(observations.map((o) => o.id)).toEqual([memberObservation]);
+
+    for (const [caller, path] of [[other, `/Group/${cohort}/$export`], [tenant, '/Group/no-such-cohort/$export']] as const) {
+      const refused = await caller.fetch(`/api/fhir${path}`, { method: 'POST', headers: { ...async, 'content-type': 'application/fhir+json' }, body: JSON.stringify({ resourceType: 'Parameters' }) });
+      expect(refused.status).toBe(404);
+      expect(((await refused.json()) as any)).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'not-found' }] });
+    }
+    expect(await service.ctx.db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM exports WHERE employer_id = ${other.employerId}`)).toBe(0);
   });
 
   it('answers 429 with Retry-After while an export of the employer is in flight', async () => {

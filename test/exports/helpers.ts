@@ -23,9 +23,11 @@ export async function exportTenant(service: TestService, name?: string): Promise
   };
 }
 
-export async function uploadPatients(api: ApiClient, patients: Array<Record<string, unknown>>): Promise<void> {
+/** Uploads one cohort; its id. */
+export async function uploadPatients(api: ApiClient, patients: Array<Record<string, unknown>>): Promise<string> {
   const upload = await api.post('/api/employer/upload-cohort', { patients });
   if (upload.status !== 201) throw new Error(`upload failed: ${upload.status} ${JSON.stringify(upload.body)}`);
+  return upload.body.cohortId;
 }
 
 /** Every roster patient, through the paged roster API (the reference an export is compared with). */
