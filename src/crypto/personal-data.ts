@@ -55,14 +55,17 @@ export async function createDataKeys(db: CommonQueryMethods, encryptionKey: KeyO
 export async function ensureDataKey(db: CommonQueryMethods, encryptionKey: KeyObject, employerId: string, subjectId: string): Promise<KeyObject | null> {
   const raw = randomBytes(32);
   const wrapped = encryptSecret(raw.toString('base64'), encryptionKey, wrapContext(employerId, subjectId));
-  // The outer SELECT does not see the CTE's insert (one snapshot): a new key comes from `inserted`, an existing one from the table.
-  const row = await db.one(sql.type(keyRows)`
+  // The outer SELECT does not see the CTE's insert (one snapshot): a new key comes from `inserted`, an
+  // existing one from the table; neither when a concurrent first use committed after the snapshot
+  // (the insert then conflicts with a row the snapshot misses): the next statement sees that row.
+  const row = await db.maybeOne(sql.type(keyRows)`
     WITH inserted AS (
       INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key) VALUES (${employerId}, ${subjectId}, ${wrapped})
       ON CONFLICT (employer_id, subject_id) DO NOTHING RETURNING subject_id, wrapped_key)
     SELECT subject_id, wrapped_key FROM inserted
     UNION ALL
     SELECT subject_id, wrapped_key FROM personal_data_keys WHERE employer_id = ${employerId} AND subject_id = ${subjectId}`);
+  if (!row) return ensureDataKey(db, encryptionKey, employerId, subjectId);
   return row.wrapped_key === wrapped ? createSecretKey(raw) : unwrap(row, employerId, encryptionKey);
 }
 
