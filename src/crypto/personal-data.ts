@@ -58,9 +58,14 @@ export async function ensureDataKey(db: CommonQueryMethods, encryptionKey: KeyOb
   // The outer SELECT does not see the CTE's insert (one snapshot): a new key comes from `inserted`, an
   // existing one from the table; neither when a concurrent first use committed after the snapshot
   // (the insert then conflicts with a row the snapshot misses): the next statement sees that row.
+  // The statement commits without waiting for the WAL flush (synchronous_commit off for its own
+  // transaction): a key is used only by events appended after it, whose commit flushes the WAL up to
+  // theirs, this one included, so no durable event can refer to a lost key; and one commit wait less
+  // per registration.
   const row = await db.maybeOne(sql.type(keyRows)`
-    WITH inserted AS (
-      INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key) VALUES (${employerId}, ${subjectId}, ${wrapped})
+    WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    inserted AS (
+      INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key) SELECT ${employerId}, ${subjectId}, ${wrapped} FROM relaxed
       ON CONFLICT (employer_id, subject_id) DO NOTHING RETURNING subject_id, wrapped_key)
     SELECT subject_id, wrapped_key FROM inserted
     UNION ALL
