@@ -8,7 +8,7 @@
 // (d) Append throughput with the audit chain's sealing running beside the appends and without it,
 //     alternated, and sealing throughput in events/s (bench/audit-chain.ts).
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,6 +21,7 @@ import type { Database } from '../src/db/pools.ts';
 import { START, type RecordedEvent } from '../src/event-store/port.ts';
 import { eventRegistryOf } from '../src/main.ts';
 import { registerUser } from '../src/tenants/commands.ts';
+import { sealProfileFields } from '../src/tenants/personal.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
 import { percentile, startBenchService, runConcurrently } from './support.ts';
 
@@ -72,12 +73,13 @@ export default async function eventStoreBench(): Promise<void> {
       for (let i = 0; i < count; i++) run(i);
       return ((performance.now() - started) * 1000) / count;
     };
+    const profile = { email: 'u1@example.test', userName: 'u1@example.test', givenName: 'Given', familyName: 'Family', displayName: null, externalId: 'ext-1' };
     const registered = {
-      userId: 'u1', employerId: 'emp1', role: 'PATIENT', active: true, source: 'scim', email: 'u1@example.test', userName: 'u1@example.test',
-      givenName: 'Given', familyName: 'Family', displayName: null, externalId: 'ext-1',
+      userId: 'u1', employerId: 'emp1', role: 'PATIENT', active: true, source: 'scim',
+      personal: { sealed: sealProfileFields(profile, createSecretKey(randomBytes(32)), 'emp1', 'u1') },
     };
     const stored: RecordedEvent = {
-      eventId: randomUUID(), type: 'UserRegistered', data: registered, metadata: { ...metadata('emp1'), schemaVersion: 1 },
+      eventId: randomUUID(), type: 'UserRegistered', data: registered, metadata: { ...metadata('emp1'), schemaVersion: 2 },
       streamName: 'tenant-emp1.user-u1', streamRevision: 0n, position: START, recordedAt: new Date().toISOString(),
     };
     const encodeMicros = perEventMicros(100_000, () => registry.encode({ type: 'UserRegistered', data: registered }));

@@ -6,8 +6,9 @@
 //     from one client, in the same run (the ratio is what to compare between runs: this host's speed
 //     varies 2x); (b) p50/p99 of GET /Users?filter=userName eq "..." for existing users.
 // The 50,000 users are seeded as UserRegistered events inserted by one SQL statement (one stream per
-// user, as the command path writes them), then the tenants projection builds the read model as it
-// would for any events. The SCIM rate limit is lifted for the run (it would cap one employer at 50
+// user, as the command path writes them; in version 1's form, profile in clear, as users registered
+// before sealing: read through the upcaster, no data keys), then the tenants projection builds the
+// read model as it would for any events. The SCIM rate limit is lifted for the run (it would cap one employer at 50
 // requests/s): this measures the service, not the limit.
 //   npm run bench -- scim [provisioned users=2000] [filter requests=2000] [seeded users=50000] [warm-up users=500]
 import { randomUUID } from 'node:crypto';

@@ -10,6 +10,7 @@ import type { Principal, Role, Scope } from './auth/principal.ts';
 import type { Config } from './config.ts';
 import type { Notifications } from './db/notifications.ts';
 import type { Database } from './db/pools.ts';
+import type { PersonalDataKeys } from './crypto/personal-data.ts';
 import type { CommandDeps } from './event-store/command-handler.ts';
 import type { EventStore, Position } from './event-store/port.ts';
 import type { ScimTokenCache } from './sso/scim-token.ts';
@@ -31,7 +32,8 @@ export type AppContext = {
   eventStore: EventStore;
   notifications: Notifications;
   logger: Logger;
-  commands: CommandDeps;
+  /** `personalData`: for commands that seal personal data under data keys (users, src/tenants/commands.ts). */
+  commands: CommandDeps & { personalData: PersonalDataKeys };
   /**
    * Resolves true once the named read models have applied events up to `position`, false after
    * PROJECTION_WAIT_TIMEOUT_MS (the write stands either way; only the read model is late).

@@ -16,6 +16,7 @@ import { formatPosition, parsePosition, START, type RecordedEvent } from './even
 import { createEmployer } from './tenants/commands.ts';
 import { erasePatient } from './patients/commands.ts';
 import { ERASED_FIELDS, eventsOfErasedPatients } from './patients/replay.ts';
+import { eventsOfErasedUsers, USER_ERASED_FIELDS } from './tenants/replay.ts';
 import { findUserByEmail } from '../projections/tenants/queries.ts';
 import { describeFailure, describeSuccess } from '../scripts/verify-audit-chain.mjs';
 import { auditRecords, waitForSealing } from './audit/replay.ts';
@@ -245,8 +246,10 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
   if (format === 'ndjson') {
     await waitForSealing(service.ctx);
     let out = '';
-    const markErased = async (events: readonly RecordedEvent[]) =>
-      new Map([...(await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, events))].map((eventId) => [eventId, ERASED_FIELDS]));
+    const markErased = async (events: readonly RecordedEvent[]) => new Map<string, readonly string[]>([
+      ...[...(await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, events))].map((eventId) => [eventId, ERASED_FIELDS] as const),
+      ...[...(await eventsOfErasedUsers(service.ctx.db.slonik, tenantId, events))].map((eventId) => [eventId, USER_ERASED_FIELDS] as const),
+    ]);
     for await (const record of auditRecords(service.ctx, tenantId, after, markErased)) {
       out += `${JSON.stringify(record)}\n`;
       if (out.length >= 1 << 16) await write(out), (out = '');
@@ -257,7 +260,7 @@ async function replay(service: Service, tenantId: string | undefined, from: stri
     const batch: RecordedEvent[] = await service.ctx.eventStore.readAll({ after, tenantId, maxCount: 1000 });
     if (batch.length === 0) break;
     let out = '';
-    const erased = await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, batch);
+    const erased = new Set([...(await eventsOfErasedPatients(service.ctx.db.slonik, tenantId, batch)), ...(await eventsOfErasedUsers(service.ctx.db.slonik, tenantId, batch))]);
     for (const event of batch) {
       out += `${formatPosition(event.position).padEnd(16)} ${event.recordedAt}  ${event.type.padEnd(28)} ${event.streamName}#${event.streamRevision}  actor=${event.metadata.actor.type}:${event.metadata.actor.id}${erased.has(event.eventId) ? '  [personal data erased]' : ''}
 `;

@@ -120,6 +120,7 @@ export async function startService(options: {
         // When no projection runs in this process or elsewhere, the bounded wait simply times out.
         if (!(await waitForProjections(position, projectionsHandling(eventTypes)))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
       },
+      personalData: { db: db.slonik, encryptionKey },
     },
     waitForReadModels: waitForProjections,
     openapi: new OpenAPIRegistry(),

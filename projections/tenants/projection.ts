@@ -1,24 +1,60 @@
-// Read models `employers` and `users`.
+// Read models `employers` and `users`. `users` keeps users' personal fields in clear (SCIM filters,
+// SAML and sign-in links look users up by them), opened with each user's data key; a user whose key
+// is destroyed is written with those fields erased.
+import type { KeyObject } from 'node:crypto';
 import { sql, type DatabaseTransactionConnection } from 'slonik';
+import { dataKeys } from '../../src/crypto/personal-data.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
-import type { EmployerCreated, UserEmail, UserEvent, UserRegistered } from '../../src/tenants/events.ts';
+import type { EmployerCreated, UserEmail, UserEvent, UserProfile, UserRegistered } from '../../src/tenants/events.ts';
+import { erasedProfile, openProfileFields } from '../../src/tenants/personal.ts';
 import { registeredUserRow, scimEmails, workEmail } from './rows.ts';
 
-export const tenantsProjection = defineProjection<EmployerCreated | UserEvent>({
-  name: 'tenants',
-  tables: ['employers', 'users'],
-  eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
-  awaitedByCommands: true,
-  async apply(tx, events) {
-    // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
-    for (const run of runsOfSameType(events)) {
-      if (isRunOf(run, 'EmployerCreated')) await insertEmployers(tx, run);
-      else if (isRunOf(run, 'UserRegistered')) await insertUsers(tx, run);
-      else for (const event of run) await applyUserChange(tx, event);
-    }
-  },
-});
+type Keys = Map<string, KeyObject | null>;
+
+export function tenantsProjection(encryptionKey: KeyObject) {
+  return defineProjection<EmployerCreated | UserEvent>({
+    name: 'tenants',
+    tables: ['employers', 'users'],
+    eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
+    awaitedByCommands: true,
+    async apply(tx, events) {
+      const keys = await userKeys(tx, encryptionKey, events);
+      // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
+      for (const run of runsOfSameType(events)) {
+        if (isRunOf(run, 'EmployerCreated')) await insertEmployers(tx, run);
+        else if (isRunOf(run, 'UserRegistered')) await insertUsers(tx, run, keys);
+        else for (const event of run) await applyUserChange(tx, event, keys);
+      }
+    },
+  });
+}
+
+/** The data keys of the users whose sealed fields are in the batch, one query per employer, by `employer/user`. */
+async function userKeys(tx: DatabaseTransactionConnection, encryptionKey: KeyObject, events: readonly RecordedEvent<EmployerCreated | UserEvent>[]): Promise<Keys> {
+  const usersByEmployer = new Map<string, Set<string>>();
+  for (const event of events) {
+    if ((event.type !== 'UserRegistered' && event.type !== 'UserProfileUpdated') || !('sealed' in event.data.personal)) continue;
+    const employerId = event.metadata.tenantId!;
+    if (!usersByEmployer.has(employerId)) usersByEmployer.set(employerId, new Set());
+    usersByEmployer.get(employerId)!.add(event.data.userId);
+  }
+  const keys: Keys = new Map();
+  for (const [employerId, users] of usersByEmployer) {
+    for (const [userId, key] of await dataKeys(tx, encryptionKey, employerId, [...users])) keys.set(`${employerId}/${userId}`, key);
+  }
+  return keys;
+}
+
+/** The profile fields an event carries, in clear; every field erased when the user's key is destroyed. */
+function openedFields<Fields extends Partial<UserProfile>>(event: RecordedEvent<UserEvent>, keys: Keys): Fields | null {
+  if (event.type !== 'UserRegistered' && event.type !== 'UserProfileUpdated') return null;
+  const employerId = event.metadata.tenantId!;
+  const { userId, personal } = event.data;
+  const key = keys.get(`${employerId}/${userId}`);
+  if ('sealed' in personal && key === null) return erasedProfile(userId) as Fields;
+  return openProfileFields<Fields>(personal, key, employerId, userId);
+}
 
 async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedEvent<EmployerCreated>[]) {
   const rows = run.map(({ data }) => ({ id: data.employerId, name: data.name, created_at: data.createdAt }));
@@ -27,8 +63,12 @@ async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedE
     SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
 }
 
-async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent<UserRegistered>[]) {
-  const rows = run.map((event) => registeredUserRow(event.data, { occurredAt: event.metadata.occurredAt, revision: event.streamRevision }));
+async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent<UserRegistered>[], keys: Keys) {
+  const rows = run.map((event) => {
+    const { personal: _personal, ...registration } = event.data;
+    const profile = openedFields<UserProfile>(event, keys)!;
+    return registeredUserRow({ ...registration, ...profile }, { occurredAt: event.metadata.occurredAt, revision: event.streamRevision });
+  });
   await tx.query(sql.unsafe`
     INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
                        created_at, updated_at, emails, work_email)
@@ -39,11 +79,11 @@ async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent
       updated_at timestamptz, emails jsonb, work_email text)`);
 }
 
-async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | UserEvent>) {
+async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | UserEvent>, keys: Keys) {
   const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'UserProfileUpdated': {
-      const c = event.data.changes;
+      const c = openedFields<Partial<UserProfile>>(event, keys)!;
       const set = (column: string, value: string | null | undefined) =>
         value === undefined ? null : sql.fragment`${sql.identifier([column])} = ${value}`;
       const assignments = [

@@ -1,11 +1,11 @@
 // Rows of the `users` read model as the tenants projection writes them.
-import type { UserEmail, UserRegistered } from '../../src/tenants/events.ts';
+import type { RegisteredUser, UserEmail } from '../../src/tenants/events.ts';
 
 /**
  * The `users` row a registration makes. SCIM answers a POST with it too, rather than reading back what
  * the projection has just written.
  */
-export function registeredUserRow(d: UserRegistered['data'], recorded: { occurredAt: string; revision: bigint }) {
+export function registeredUserRow(d: RegisteredUser, recorded: { occurredAt: string; revision: bigint }) {
   return {
     id: d.userId, employer_id: d.employerId, email: d.email, role: d.role, user_name: d.userName, given_name: d.givenName,
     family_name: d.familyName, display_name: d.displayName, external_id: d.externalId, active: d.active, source: d.source,

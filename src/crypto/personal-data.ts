@@ -9,6 +9,9 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { decryptSecret, encryptSecret } from './secret-box.ts';
 
+/** What commands that seal personal data need: the database holding the data keys, and ENCRYPTION_KEY that wraps them. */
+export type PersonalDataKeys = { db: CommonQueryMethods; encryptionKey: KeyObject };
+
 /** What replay and the read models show for a field whose person has been erased. */
 export const ERASED = '[erased]';
 
@@ -43,6 +46,32 @@ export async function createDataKeys(db: CommonQueryMethods, encryptionKey: KeyO
     SELECT count(*)::int AS count FROM inserted`);
   if (inserted !== subjectIds.length) throw new Error('A data key exists already for a subject said to be new');
   return new Map(subjectIds.map((subjectId, index) => [subjectId, createSecretKey(raw[index]!)]));
+}
+
+/**
+ * A person's data key, created on first use (users registered before their data was sealed have
+ * none until their first change): one statement either way. null when the person was erased.
+ */
+export async function ensureDataKey(db: CommonQueryMethods, encryptionKey: KeyObject, employerId: string, subjectId: string): Promise<KeyObject | null> {
+  const raw = randomBytes(32);
+  const wrapped = encryptSecret(raw.toString('base64'), encryptionKey, wrapContext(employerId, subjectId));
+  // The outer SELECT does not see the CTE's insert (one snapshot): a new key comes from `inserted`, an
+  // existing one from the table; neither when a concurrent first use committed after the snapshot
+  // (the insert then conflicts with a row the snapshot misses): the next statement sees that row.
+  // The statement commits without waiting for the WAL flush (synchronous_commit off for its own
+  // transaction): a key is used only by events appended after it, whose commit flushes the WAL up to
+  // theirs, this one included, so no durable event can refer to a lost key; and one commit wait less
+  // per registration.
+  const row = await db.maybeOne(sql.type(keyRows)`
+    WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),
+    inserted AS (
+      INSERT INTO personal_data_keys (employer_id, subject_id, wrapped_key) SELECT ${employerId}, ${subjectId}, ${wrapped} FROM relaxed
+      ON CONFLICT (employer_id, subject_id) DO NOTHING RETURNING subject_id, wrapped_key)
+    SELECT subject_id, wrapped_key FROM inserted
+    UNION ALL
+    SELECT subject_id, wrapped_key FROM personal_data_keys WHERE employer_id = ${employerId} AND subject_id = ${subjectId}`);
+  if (!row) return ensureDataKey(db, encryptionKey, employerId, subjectId);
+  return row.wrapped_key === wrapped ? createSecretKey(raw) : unwrap(row, employerId, encryptionKey);
 }
 
 /** The data keys of `subjectIds`: null for an erased person; absent for one that never had a key. */

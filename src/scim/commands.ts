@@ -41,7 +41,7 @@ export async function provisionScimUser(ctx: AppContext, writer: ScimWriter, cal
   );
   if (position) await writer.awaitReadModels(position);
   // A registration is the first event of its stream: revision 0.
-  return registeredUserRow(registered.event.data, { occurredAt: registered.occurredAt, revision: 0n });
+  return registeredUserRow(registered.user, { occurredAt: registered.occurredAt, revision: 0n });
 }
 
 /** If-Match as a condition on the stream's revision (RFC 7644 section 3.14); absent: any revision. */

@@ -3,12 +3,12 @@
 // A request may run several commands (deactivation ends sessions): it waits once, at its last
 // event, instead of after each command.
 import type { AppContext } from '../app-context.ts';
-import type { CommandDeps } from '../event-store/command-handler.ts';
 import type { Position } from '../event-store/port.ts';
+import type { UserCommandDeps } from '../tenants/commands.ts';
 
 export type ScimWriter = {
   /** For handleCommand and the tenants commands: appends without waiting for read models. */
-  deps: CommandDeps;
+  deps: UserCommandDeps;
   /**
    * Resolves once users, groups and the audit log (and `alsoReadModels`, e.g. api-keys after a
    * deactivation revoked keys) have applied events up to `position` (bounded wait).
@@ -20,7 +20,7 @@ export const SCIM_READ_MODELS = ['tenants', 'scim-groups', 'audit'];
 
 export function createScimWriter(ctx: AppContext): ScimWriter {
   return {
-    deps: { eventStore: ctx.eventStore, waitForProjections: async () => {} },
+    deps: { ...ctx.commands, waitForProjections: async () => {} },
     async awaitReadModels(position, alsoReadModels = []) {
       if (!(await ctx.waitForReadModels(position, [...SCIM_READ_MODELS, ...alsoReadModels]))) {
         ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');

@@ -20,7 +20,7 @@ export const tenantAuditMappers: AuditMappers = {
     targetId: String(event.data.userId),
     details: { role: event.data.role },
   }),
-  UserProfileUpdated: userChange('scim.user.update', 'user.update', (event) => ({ fields: Object.keys(event.data.changes as object) })),
+  UserProfileUpdated: userChange('scim.user.update', 'user.update', (event) => ({ fields: event.data.fields })),
   UserDeactivated: userChange('scim.user.deactivate', 'user.deactivate', (event) => ({ scimDeleted: event.data.scimDeleted })),
   UserReactivated: userChange('scim.user.update', 'user.reactivate', () => ({ active: true })),
 };

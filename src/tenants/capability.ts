@@ -6,6 +6,6 @@ import { tenantEvents } from './events.ts';
 export const tenantsCapability: Capability = {
   name: 'tenants',
   events: tenantEvents,
-  projections: [tenantsProjection],
+  keyedProjections: (encryptionKey) => [tenantsProjection(encryptionKey)],
   auditMappers: tenantAuditMappers,
 };

@@ -2,17 +2,23 @@
 // same write (appendToStreams), so two employers can never hold the same address, on either event
 // store adapter, and a failed registration leaves no claim behind. A change to a user is one write
 // too: its events, the e-mail claims and, on deactivation, the revocation of the user's API keys.
+// A user's personal fields are sealed under the user's data key here, before any decider sees them.
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeyCommands, type ApiKeyState } from '../api-keys/api-key.ts';
 import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import { ensureDataKey, type PersonalDataKeys } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import type { UserEvent, UserProfile, UserRegistered, UserSource } from './events.ts';
-import { userDecider, userStream, type UserState } from './user.ts';
+import type { ProfileField, RegisteredUser, UserEvent, UserProfile, UserSource } from './events.ts';
+import { openProfile, sealProfileFields } from './personal.ts';
+import { profileChanges, userDecider, userStream, type UserState } from './user.ts';
+
+/** The tenants' user commands seal personal data: they need the data keys' table and ENCRYPTION_KEY. */
+export type UserCommandDeps = CommandDeps & { personalData: PersonalDataKeys };
 
 export function newEmployerId(): string {
   return `emp_${randomUUID().replaceAll('-', '')}`;
@@ -40,27 +46,36 @@ export async function createEmployer(ctx: AppContext, context: CommandContext, i
   return { employerId, adminUserId: admin.userId };
 }
 
+/**
+ * Registers a user with a data key of its own (created here, kept if the registration is refused:
+ * it seals nothing), its profile sealed under it in the UserRegistered event.
+ */
 export async function registerUser(
-  deps: CommandDeps,
+  deps: UserCommandDeps,
   context: CommandContext,
   input: { employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource; userId?: string },
-): Promise<{ userId: string; position: Position | null; registered: { event: UserRegistered; occurredAt: string } }> {
+): Promise<{ userId: string; position: Position | null; registered: { user: RegisteredUser; occurredAt: string } }> {
   const userId = input.userId ?? randomUUID();
-  const { results, position, occurredAt } = await handleCommands(deps, [
-    reserveEmail(context, input.profile.email, input.employerId, userId),
+  const { employerId, role, profile, active, source } = input;
+  const key = await ensureDataKey(deps.personalData.db, deps.personalData.encryptionKey, employerId, userId);
+  if (!key) throw personalDataErased();
+  const { position, occurredAt } = await handleCommands(deps, [
+    reserveEmail(context, profile.email, employerId, userId),
     {
-      streamName: userStream(input.employerId, userId),
+      streamName: userStream(employerId, userId),
       decider: userDecider,
-      command: { type: 'RegisterUser', userId, employerId: input.employerId, role: input.role, profile: input.profile, active: input.active, source: input.source },
+      command: { type: 'RegisterUser', userId, employerId, role, sealed: sealProfileFields(profile, key, employerId, userId), active, source },
       context,
       newStream: input.userId === undefined,
     },
   ]);
-  // The decider answers a registration with exactly one UserRegistered (or refuses it).
-  return { userId, position, registered: { event: results[1].newEvents[0] as UserRegistered, occurredAt } };
+  return { userId, position, registered: { user: { userId, employerId, role, active, source, ...profile }, occurredAt } };
 }
 
-export type ExistingUser = Exclude<UserState, { status: 'absent' }>;
+/** A user as its stream holds it, its profile opened with its data key. */
+export type ExistingUser = Exclude<UserState, { status: 'absent' }> & { profile: UserProfile };
+
+const personalDataErased = () => new DomainError(410, 'GONE', 'The personal data of this user has been erased.');
 
 /**
  * What a change brings the user to: a profile and active flag (SCIM PUT/PATCH), or deletion (SCIM
@@ -81,7 +96,7 @@ const MAX_CHANGE_ATTEMPTS = 5;
  * Returns the hashes of the keys it revoked, so the caller's process can forget them at once.
  */
 export async function changeUser(
-  deps: CommandDeps,
+  deps: UserCommandDeps,
   context: CommandContext,
   employerId: string,
   userId: string,
@@ -91,15 +106,22 @@ export async function changeUser(
   const streamName = userStream(employerId, userId);
   for (let attempt = 1; ; attempt++) {
     const history = (await deps.eventStore.readStream(streamName)) as unknown as UserEvent[];
-    const user = fold(userDecider, history);
-    if (user.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
+    const state = fold(userDecider, history);
+    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
     const revision = BigInt(history.length - 1);
     if (precondition && !precondition(revision)) throw new DomainError(412, 'PRECONDITION_FAILED', 'The user changed since the version in If-Match.');
+    // Users registered before their data was sealed get their key on their first change.
+    const key = await ensureDataKey(deps.personalData.db, deps.personalData.encryptionKey, employerId, userId);
+    if (!key) throw personalDataErased();
+    const user: ExistingUser = { ...state, profile: openProfile(state.personal, key, employerId, userId) };
     const wanted = await target(user);
+    const changes = 'delete' in wanted ? {} : profileChanges(user.profile, wanted.profile);
+    const fields = Object.keys(changes) as ProfileField[];
+    const sealedChanges = fields.length === 0 ? null : { fields, sealed: sealProfileFields(changes, key, employerId, userId) };
     const userCommand = {
       streamName,
       decider: userDecider,
-      command: 'delete' in wanted ? ({ type: 'DeactivateUser', scimDelete: true } as const) : ({ type: 'ChangeUser', changes: wanted.profile, active: wanted.active } as const),
+      command: 'delete' in wanted ? ({ type: 'DeactivateUser', scimDelete: true } as const) : ({ type: 'ChangeUser', changes: sealedChanges, active: wanted.active } as const),
       context,
       // Decided on the state at `revision`: a concurrent write makes it start over (or 412).
       precondition: (current: bigint) => current === revision,

@@ -25,14 +25,49 @@ export type UserProfile = z.infer<typeof userProfile>;
 export const USER_SOURCES = ['cli', 'saml', 'scim'] as const;
 export type UserSource = (typeof USER_SOURCES)[number];
 
-const userRegistered = eventSchema('UserRegistered', userProfile.extend({
+export const PROFILE_FIELDS = userProfile.keyof().options;
+export type ProfileField = (typeof PROFILE_FIELDS)[number];
+
+/**
+ * A user's personal fields as an event carries them: `sealed` under the user's data key (AES-256-GCM,
+ * src/crypto/personal-data.ts, associated data `userSealContext`), or `clear` in events written before
+ * users' data was sealed (version 1, upcast). Only ids, role, active flag, source and field names stay
+ * outside.
+ */
+const personalFields = <Shape extends z.ZodType>(shape: Shape) =>
+  z.union([z.object({ sealed: z.string().max(100_000) }), z.object({ clear: shape })]);
+const sealedProfile = personalFields(userProfile);
+const sealedChanges = personalFields(userProfile.partial());
+export type PersonalFields = z.infer<typeof sealedProfile> | z.infer<typeof sealedChanges>;
+
+/** Where a user's sealed fields belong: the associated data they are sealed with, so they open nowhere else. */
+export const userSealContext = (employerId: string, userId: string) => `${employerId}/User/${userId}`;
+
+const userRegistered = eventSchema('UserRegistered', z.object({
   userId: z.string(),
   employerId: z.string(),
   role: z.enum(ROLES),
   active: z.boolean(),
   source: z.enum(USER_SOURCES),
-}));
-const userProfileUpdated = eventSchema('UserProfileUpdated', z.object({ userId: z.string(), changes: userProfile.partial() }));
+  personal: sealedProfile,
+}), {
+  version: 2,
+  upcasters: {
+    // Version 1 carried the profile in clear, flat.
+    1: ({ userId, employerId, role, active, source, ...profile }) => ({ userId, employerId, role, active, source, personal: { clear: profile } }),
+  },
+});
+/** `fields`: the names of the fields changed (the audit log's details), their values sealed in `personal`. */
+const userProfileUpdated = eventSchema('UserProfileUpdated', z.object({
+  userId: z.string(),
+  fields: z.array(z.enum(PROFILE_FIELDS)),
+  personal: sealedChanges,
+}), {
+  version: 2,
+  upcasters: {
+    1: ({ userId, changes }) => ({ userId, fields: Object.keys(changes as object), personal: { clear: changes } }),
+  },
+});
 /** `scimDeleted`: removed through SCIM DELETE, so SCIM answers 404 for it from now on. */
 const userDeactivated = eventSchema('UserDeactivated', z.object({ userId: z.string(), scimDeleted: z.boolean() }));
 const userReactivated = eventSchema('UserReactivated', z.object({ userId: z.string() }));
@@ -52,6 +87,8 @@ export const tenantEvents = [employerCreated, ...userEvents, ...emailReservation
 export type EmployerCreated = EventOf<typeof employerCreated>;
 export type EmployerEvent = EmployerCreated;
 export type UserRegistered = EventOf<typeof userRegistered>;
+/** A registration with its profile opened: what the users read model's row is made from. */
+export type RegisteredUser = Omit<UserRegistered['data'], 'personal'> & UserProfile;
 export type UserEvent = EventOf<(typeof userEvents)[number]>;
 export type UserDeactivated = EventOf<typeof userDeactivated>;
 export type UserReactivated = EventOf<typeof userReactivated>;

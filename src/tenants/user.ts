@@ -1,34 +1,53 @@
 // The user aggregate: stream tenant-<employerId>.user-<userId>. Users come from the CLI (the first
 // admin), SAML just-in-time provisioning and SCIM. Deactivation is soft: the record is kept.
+//
+// The user's personal fields reach the decider already sealed under the user's data key (the
+// commands in commands.ts seal them), so no event is ever decided with them in clear. The decider
+// needs none of their values: the commands open the profile with the key, work out what changed
+// (`profileChanges`) and hand over the changes sealed, with their field names.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
-import type { UserEvent, UserProfile, UserSource } from './events.ts';
+import type { PersonalFields, ProfileField, UserEvent, UserProfile, UserSource } from './events.ts';
+
+/** Changed profile fields: their names, and their values sealed under the user's data key. */
+export type SealedChanges = { fields: ProfileField[]; sealed: string };
 
 export type UserCommand =
-  | { type: 'RegisterUser'; userId: string; employerId: string; role: Role; profile: UserProfile; active: boolean; source: UserSource }
-  | { type: 'UpdateUserProfile'; changes: Partial<UserProfile> }
+  /** `sealed`: the whole profile sealed under the new user's data key. */
+  | { type: 'RegisterUser'; userId: string; employerId: string; role: Role; sealed: string; active: boolean; source: UserSource }
+  /** `changes`: null when nothing in the profile changes. */
+  | { type: 'UpdateUserProfile'; changes: SealedChanges | null }
   | { type: 'DeactivateUser'; scimDelete: boolean }
   | { type: 'ReactivateUser' }
   /** SCIM PUT or PATCH: the profile and the active flag in one decision (one append). */
-  | { type: 'ChangeUser'; changes: Partial<UserProfile>; active: boolean }
+  | { type: 'ChangeUser'; changes: SealedChanges | null; active: boolean }
   /** Refused for an inactive user, so no key can be created after its creator's deactivation. */
   | { type: 'RecordApiKey'; keyId: string };
 
 export type UserState =
   | { status: 'absent' }
-  | { status: 'active' | 'inactive'; userId: string; employerId: string; role: Role; profile: UserProfile; scimDeleted: boolean; apiKeyIds: string[] };
+  | {
+      status: 'active' | 'inactive';
+      userId: string;
+      employerId: string;
+      role: Role;
+      /** The personal fields of every registration and change, in order: `openProfile` merges them. */
+      personal: PersonalFields[];
+      scimDeleted: boolean;
+      apiKeyIds: string[];
+    };
 
 export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
   initialState: () => ({ status: 'absent' }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'UserRegistered': {
-        const { userId, employerId, role, active, source: _source, ...profile } = event.data;
-        return { status: active ? 'active' : 'inactive', userId, employerId, role, profile, scimDeleted: false, apiKeyIds: [] };
+        const { userId, employerId, role, active, personal } = event.data;
+        return { status: active ? 'active' : 'inactive', userId, employerId, role, personal: [personal], scimDeleted: false, apiKeyIds: [] };
       }
       case 'UserProfileUpdated':
-        return state.status === 'absent' ? state : { ...state, profile: { ...state.profile, ...event.data.changes } };
+        return state.status === 'absent' ? state : { ...state, personal: [...state.personal, event.data.personal] };
       case 'UserDeactivated':
         return state.status === 'absent' ? state : { ...state, status: 'inactive', scimDeleted: state.scimDeleted || event.data.scimDeleted };
       case 'UserReactivated':
@@ -40,18 +59,18 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
   decide: function decide(command, state): UserEvent[] {
     if (command.type === 'RegisterUser') {
       if (state.status !== 'absent') throw new DomainError(409, 'USER_EXISTS', 'The user already exists.');
-      const { userId, employerId, role, profile, active, source } = command;
-      return [{ type: 'UserRegistered', data: { userId, employerId, role, active, source, ...profile } }];
+      const { userId, employerId, role, sealed, active, source } = command;
+      return [{ type: 'UserRegistered', data: { userId, employerId, role, active, source, personal: { sealed } } }];
     }
     if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
     switch (command.type) {
       case 'UpdateUserProfile': {
         // A deleted user's e-mail address may belong to someone else by now.
         if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
-        const changes = Object.fromEntries(
-          Object.entries(command.changes).filter(([key, value]) => value !== undefined && !sameValue(state.profile[key as keyof UserProfile], value)),
-        ) as Partial<UserProfile>;
-        return Object.keys(changes).length === 0 ? [] : [{ type: 'UserProfileUpdated', data: { userId: state.userId, changes } }];
+        const { changes } = command;
+        return changes === null || changes.fields.length === 0
+          ? []
+          : [{ type: 'UserProfileUpdated', data: { userId: state.userId, fields: changes.fields, personal: { sealed: changes.sealed } } }];
       }
       case 'DeactivateUser':
         if (state.status === 'inactive' && (state.scimDeleted || !command.scimDelete)) return [];
@@ -70,6 +89,13 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
     }
   },
 };
+
+/** The fields of `wanted` that differ from `current` (undefined means "not given", not "cleared"). */
+export function profileChanges(current: UserProfile, wanted: Partial<UserProfile>): Partial<UserProfile> {
+  return Object.fromEntries(
+    Object.entries(wanted).filter(([key, value]) => value !== undefined && !sameValue(current[key as keyof UserProfile], value)),
+  ) as Partial<UserProfile>;
+}
 
 /** Profile values are strings, null or (emails) small arrays of objects, whose key order jsonb does not keep. */
 function sameValue(a: unknown, b: unknown): boolean {

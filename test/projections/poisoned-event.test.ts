@@ -14,22 +14,22 @@ import { createTestDatabaseUri } from '../support/database.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 const run = promisify(execFile);
-const POISONED_DOMAIN = 'poisoned.test';
+const POISONED_PREFIX = 'Poisoned';
 
 /**
- * A read model of registrations awaited by commands, whose table refuses one domain's addresses by a
- * CHECK constraint: a real failing statement for one tenant's events only, which the test can lift.
+ * A read model of employers awaited by commands, whose table refuses some names by a CHECK
+ * constraint: a real failing statement for one tenant's events only, which the test can lift.
  */
 const probeProjection: Projection = {
   name: 'poison-probe',
   tables: ['poison_probe'],
-  eventTypes: ['UserRegistered'],
+  eventTypes: ['EmployerCreated'],
   awaitedByCommands: true,
   async apply(tx, events) {
-    const rows = events.map(({ data }) => ({ user_id: data.userId, employer_id: data.employerId, email: data.email }));
+    const rows = events.map(({ data }) => ({ employer_id: data.employerId, name: data.name }));
     await tx.query(sql.unsafe`
-      INSERT INTO poison_probe (user_id, employer_id, email)
-      SELECT user_id, employer_id, email FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(user_id text, employer_id text, email text)`);
+      INSERT INTO poison_probe (employer_id, name)
+      SELECT employer_id, name FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(employer_id text, name text)`);
   },
 };
 
@@ -50,8 +50,8 @@ describe('poisoned event', () => {
   beforeAll(async () => {
     databaseUri = await createTestDatabaseUri();
     await sqlOnDatabase(`CREATE TABLE poison_probe (
-      user_id text PRIMARY KEY, employer_id text NOT NULL,
-      email text NOT NULL CONSTRAINT poison_probe_refuses_domain CHECK (email NOT LIKE '%@${POISONED_DOMAIN}'))`);
+      employer_id text PRIMARY KEY,
+      name text NOT NULL CONSTRAINT poison_probe_refuses_name CHECK (name NOT LIKE '${POISONED_PREFIX}%'))`);
     service = await startTestService({
       databaseUri,
       extraProjections: [probeProjection],
@@ -62,8 +62,8 @@ describe('poisoned event', () => {
   });
   afterAll(async () => service?.stop());
 
-  const probeRow = (userId: string) =>
-    service.ctx.db.slonik.maybeOne(sql.type(z.object({ employer_id: z.string() }))`SELECT employer_id FROM poison_probe WHERE user_id = ${userId}`);
+  const probeRow = (employerId: string) =>
+    service.ctx.db.slonik.maybeOne(sql.type(z.object({ employer_id: z.string() }))`SELECT employer_id FROM poison_probe WHERE employer_id = ${employerId}`);
   const readiness = async () => {
     const response = await fetch(`${service.url}/readyz`);
     return { status: response.status, body: await response.json() };
@@ -72,23 +72,23 @@ describe('poisoned event', () => {
 
   it("parks one tenant's bad event while other tenants' commands go on; status and readyz show it; retry applies it after a fix", async () => {
     const before = await service.createTenant();
-    expect(await probeRow(before.adminUserId)).toEqual({ employer_id: before.employerId });
+    expect(await probeRow(before.employerId)).toEqual({ employer_id: before.employerId });
 
-    // The poisoned tenant's own registration: its command returns too, since the checkpoint passes the parked event.
-    const poisoned = await service.createTenant({ adminEmail: `admin-${Date.now()}@${POISONED_DOMAIN}` });
+    // The poisoned tenant's own creation: its command returns too, since the checkpoint passes the parked event.
+    const poisoned = await service.createTenant({ name: `${POISONED_PREFIX} ${Date.now()}` });
     const after = await service.createTenant();
     // The next tenant's command waited for the probe and found its row, and no wait ran out (a timeout
     // is logged): read-your-writes held for it, behind the poisoned event.
-    expect(await probeRow(after.adminUserId)).toEqual({ employer_id: after.employerId });
-    expect(await probeRow(poisoned.adminUserId)).toBeNull();
+    expect(await probeRow(after.employerId)).toEqual({ employer_id: after.employerId });
+    expect(await probeRow(poisoned.employerId)).toBeNull();
     expect(logged('read models lag behind a command')).toEqual([]);
     // And the read models are past everything written: a wait for the newest event returns at once, true.
     expect(await service.ctx.waitForReadModels(await service.ctx.eventStore.headPosition(), ['poison-probe', 'tenants'])).toBe(true);
 
     const [parked, ...others] = await listParked(service.ctx.db.slonik, { limit: 10 });
     expect(others).toEqual([]);
-    expect(parked).toMatchObject({ projection: 'poison-probe', tenant_id: poisoned.employerId, event_type: 'UserRegistered', attempts: 4 });
-    expect(parked!.error).toMatch(/violates check constraint "poison_probe_refuses_domain"/);
+    expect(parked).toMatchObject({ projection: 'poison-probe', tenant_id: poisoned.employerId, event_type: 'EmployerCreated', attempts: 4 });
+    expect(parked!.error).toMatch(/violates check constraint "poison_probe_refuses_name"/);
     expect(logged('projection parked an event; see npm run cli -- projections status')).toMatchObject([{ projection: 'poison-probe', tenantId: poisoned.employerId }]);
 
     expect(await readiness()).toEqual({ status: 200, body: { status: 'degraded', database: 'ok', stalledProjections: [], lag: {}, parkedEvents: { 'poison-probe': 1 } } });
@@ -110,9 +110,9 @@ describe('poisoned event', () => {
     expect(await retryParkedEvents({ pool: service.ctx.db.slonik, eventStore: service.ctx.eventStore, projection: probeProjection })).toEqual({ applied: 0, stillParked: 1 });
     expect(await listParked(service.ctx.db.slonik, { limit: 10 })).toMatchObject([{ event_id: parked!.event_id, attempts: 5 }]);
 
-    await sqlOnDatabase('ALTER TABLE poison_probe DROP CONSTRAINT poison_probe_refuses_domain');
+    await sqlOnDatabase('ALTER TABLE poison_probe DROP CONSTRAINT poison_probe_refuses_name');
     expect(await retryParkedEvents({ pool: service.ctx.db.slonik, eventStore: service.ctx.eventStore, projection: probeProjection })).toEqual({ applied: 1, stillParked: 0 });
-    expect(await probeRow(poisoned.adminUserId)).toEqual({ employer_id: poisoned.employerId });
+    expect(await probeRow(poisoned.employerId)).toEqual({ employer_id: poisoned.employerId });
     expect(await listParked(service.ctx.db.slonik, { limit: 10 })).toEqual([]);
     expect(await readiness()).toEqual({ status: 200, body: { status: 'ok', database: 'ok' } });
   }, 90_000);

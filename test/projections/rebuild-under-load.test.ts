@@ -32,9 +32,11 @@ describe('rebuild under load', () => {
     // Seed: 50,000 copies of the append a real registration made (the e-mail reservation and the
     // UserRegistered), with only the user id, e-mail address (and its hash) and correlation id changed, in
     // one INSERT ... SELECT into the event store's table: 100,000 events as its append writes them. The
-    // live projections then follow as they would after any append.
+    // UserRegistered copies are written as version 1 did (profile in clear), since a copy of a sealed
+    // profile would open under no user's key. The live projections then follow as they would after any append.
     const registration = (await ctx.eventStore.readAll({ after: START, tenantId: employerId })).find((event) => event.type === 'UserRegistered')!;
-    const { userId, email } = registration.data as { userId: string; email: string };
+    const { userId } = registration.data as { userId: string };
+    const email = (await ctx.db.slonik.oneFirst(sql.type(z.object({ email: z.string() }))`SELECT email FROM users WHERE id = ${userId}`));
     await ctx.db.slonik.query(sql.unsafe`
       WITH copy AS (
         SELECT n, gen_random_uuid()::text AS user_id, 'seeded-' || n || '@example.test' AS email, gen_random_uuid()::text AS correlation_id
@@ -43,8 +45,12 @@ describe('rebuild under load', () => {
       INSERT INTO events (event_id, stream_name, stream_revision, tenant_id, type, data, metadata)
       SELECT gen_random_uuid(), replace(replace(o.stream_name, ${emailHash(email)}, encode(sha256(convert_to(c.email, 'UTF8')), 'hex')), ${userId}, c.user_id),
         o.stream_revision, o.tenant_id, o.type,
-        replace(replace(replace(o.data::text, ${emailHash(email)}, encode(sha256(convert_to(c.email, 'UTF8')), 'hex')), ${userId}, c.user_id), ${email}, c.email)::jsonb,
+        CASE WHEN o.type = 'UserRegistered'
+          THEN (o.data - 'personal') || jsonb_build_object('userId', c.user_id, 'email', c.email, 'userName', c.email, 'givenName', 'Seeded',
+                 'familyName', 'User', 'displayName', null, 'externalId', null)
+          ELSE replace(replace(o.data::text, ${emailHash(email)}, encode(sha256(convert_to(c.email, 'UTF8')), 'hex')), ${userId}, c.user_id)::jsonb END,
         replace(o.metadata::text, ${registration.metadata.correlationId}, c.correlation_id)::jsonb
+          || CASE WHEN o.type = 'UserRegistered' THEN '{"schemaVersion": 1}'::jsonb ELSE '{}'::jsonb END
       FROM copy c CROSS JOIN original o
       ORDER BY c.n, o.global_position`);
     const seededUpTo = await ctx.db.slonik.one(sql.type(z.object({ commit: z.bigint(), prepare: z.bigint() }))`
@@ -71,7 +77,11 @@ describe('rebuild under load', () => {
 
     // The operator's rebuild, in a process of its own as `npm run cli -- projections rebuild tenants` runs
     // it, against the service's database; commands keep coming from its first batch to its swap.
-    const env = { ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-rebuild-')), LOG_LEVEL: 'silent' };
+    // With the service's ENCRYPTION_KEY, as an operator's would be: it opens the users' data keys.
+    const env = {
+      ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-rebuild-')), LOG_LEVEL: 'silent',
+      ENCRYPTION_KEY: ctx.encryptionKey.export().toString('base64'),
+    };
     const cli = spawn(process.execPath, ['src/cli.ts', 'projections', 'rebuild', 'tenants'], { env, cwd: process.cwd() });
     onTestFinished(() => void cli.kill()); // a no-op once it has exited
     let stdout = '';

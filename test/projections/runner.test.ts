@@ -1,13 +1,17 @@
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBatch, createProjectionWaiter, readCheckpoint } from '../../projections/runner.ts';
 import { rebuildProjection } from '../../projections/rebuild.ts';
-import { tenantsProjection } from '../../projections/tenants/projection.ts';
+import { tenantsProjection as keyedTenantsProjection } from '../../projections/tenants/projection.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
 import { START, type EventStore } from '../../src/event-store/port.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { serviceEventRegistry } from '../support/event-registry.ts';
+
+/** Employers only here: the key opens no user's data. */
+const tenantsProjection = keyedTenantsProjection(createSecretKey(randomBytes(32)));
 
 const meta = (tenantId: string) => ({
   tenantId,

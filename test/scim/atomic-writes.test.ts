@@ -102,7 +102,7 @@ describe('SCIM writes are atomic', () => {
   it('revokes, in the deactivation append, a key created a moment before (no read model consulted)', async () => {
     const tenant = await scimTenant(service);
     // Created without waiting for any read model: the api_keys row may not exist yet.
-    const unhurried = { ...service.ctx, commands: { eventStore: service.ctx.eventStore, waitForProjections: async () => {} } };
+    const unhurried = { ...service.ctx, commands: { ...service.ctx.commands, waitForProjections: async () => {} } };
     const context = { tenantId: tenant.employerId, actor: { type: 'user', id: tenant.adminUserId } } as const;
     const input = { name: 'moment', scopes: [PROBE_SCOPE], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: null, createdBy: tenant.adminUserId };
     const { keyId, rawKey } = await createApiKeyCommand(unhurried, context, { ...input, now: Date.now() });

@@ -1,12 +1,12 @@
 // Registering a user, changing a user's e-mail and deleting a user write the e-mail's reservation
 // stream and the user's stream in one append: each happens whole or not at all, so no claim is ever
 // left behind, nor one held by a deleted user.
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandContext, CommandDeps } from '../../src/event-store/command-handler.ts';
+import type { CommandContext } from '../../src/event-store/command-handler.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { createPostgresEventStore } from '../../src/event-store/postgres.ts';
-import { changeUser, registerUser } from '../../src/tenants/commands.ts';
+import { changeUser, registerUser, type UserCommandDeps } from '../../src/tenants/commands.ts';
 import { emailHash, emailReservationStream } from '../../src/tenants/email-reservation.ts';
 import type { UserProfile } from '../../src/tenants/events.ts';
 import { userStream } from '../../src/tenants/user.ts';
@@ -15,10 +15,14 @@ import { serviceEventRegistry } from '../support/event-registry.ts';
 
 describe('user registration and e-mail changes', () => {
   let database: TestDatabase;
-  let deps: CommandDeps;
+  let deps: UserCommandDeps;
   beforeAll(async () => {
     database = await createTestDatabase();
-    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry), waitForProjections: async () => {} };
+    deps = {
+      eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry),
+      waitForProjections: async () => {},
+      personalData: { db: database.db.slonik, encryptionKey: createSecretKey(randomBytes(32)) },
+    };
   });
   afterAll(async () => database?.cleanup());
 
@@ -42,7 +46,7 @@ describe('user registration and e-mail changes', () => {
     const [claim] = await reservation(email);
     const [registered] = await deps.eventStore.readStream(userStream(employerId, userId));
     expect(claim).toMatchObject({ type: 'EmailReserved', data: { employerId, userId } });
-    expect(registered).toMatchObject({ type: 'UserRegistered', data: { userId, email } });
+    expect(registered).toMatchObject({ type: 'UserRegistered', data: { userId, personal: { sealed: expect.stringMatching(/^v1\./) } } });
     expect(claim!.position.commit).toBe(registered!.position.commit);
     expect(position).toEqual(registered!.position);
   });
