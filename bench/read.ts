@@ -19,6 +19,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/event-types.ts';
 import { listWebhooksStatement } from '../projections/webhooks/queries.ts';
+import { SERVICE_NODE_FLAGS } from '../scripts/service-node-flags.mjs';
 import { LIST_PAGE } from '../src/http/page.ts';
 import { planConnections } from '../src/db/pools.ts';
 import { freePort, startBenchDatabase } from './support.ts';
@@ -150,7 +151,7 @@ export default async function readBench(args: string[]) {
     const servicePort = await freePort();
     const serviceUrl = `http://127.0.0.1:${servicePort}`;
     const service = startProcess(
-      [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'src/cli.ts', 'serve', '--role', 'api'],
+      [...SERVICE_NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'src/cli.ts', 'serve', '--role', 'api'],
       { ...env, PORT: String(servicePort), PUBLIC_BASE_URL: serviceUrl, LOG_LEVEL: 'info' },
     );
     children.push(service);

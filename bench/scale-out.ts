@@ -6,13 +6,13 @@
 // (cross-process read-your-writes delay). Prints per N: total req/s, p99, errors, peak connections
 // (pg_stat_activity of the database: every process of the service) against the budget.
 //   npm run bench -- scale-out [seconds per N=10] [read connections per process=16] [write connections per process=4]
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { freePort, percentile, startBenchDatabase } from './support.ts';
+import { freePort, percentile, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const API_COUNTS = [1, 2, 4];
@@ -20,7 +20,7 @@ const PROCESSES_AT_MOST = Math.max(...API_COUNTS) + 1;
 /** Connections kept free besides the service: this bench's monitor and an operator's psql. */
 const HEADROOM = 2;
 
-type ServiceProcess = { child: ChildProcess; url: string; startupLine: string };
+type ApiProcess = ServiceProcess & { url: string };
 type Run = { seconds: number; latencies: number[]; ok: number; errors: number; peak: number; delays: number[] };
 
 export default async function benchScaleOut(args: string[]) {
@@ -30,7 +30,7 @@ export default async function benchScaleOut(args: string[]) {
   const database = await startBenchDatabase();
   const monitor = new pg.Client({ connectionString: database.connectionUri });
   await monitor.connect();
-  const processes: ServiceProcess[] = [];
+  const processes: ApiProcess[] = [];
   try {
     const setting = async (name: string) => Number((await monitor.query(`SELECT current_setting($1) AS value`, [name])).rows[0].value);
     const maxConnections = await setting('max_connections');
@@ -51,13 +51,13 @@ export default async function benchScaleOut(args: string[]) {
 
     const ports = await Promise.all(Array.from({ length: PROCESSES_AT_MOST - 1 }, () => freePort()));
     const apiUrl = (index: number) => `http://127.0.0.1:${ports[index]}`;
-    const startApi = async (index: number) => processes.push(await startProcess('api', { ...env, PORT: String(ports[index]), PUBLIC_BASE_URL: apiUrl(index) }, apiUrl(index)));
+    const startApi = async (index: number) => processes.push({ ...(await startServiceProcess('api', { ...env, PORT: String(ports[index]), PUBLIC_BASE_URL: apiUrl(index) })), url: apiUrl(index) });
 
     // Two tenants (migrating the database first): one whose list is read, one that takes the writes,
     // so the list read stays the same size however many webhooks the commands create.
     const readerTenant = await cliJson(['tenants', 'create', '--name', 'Reader', '--admin-email', 'reader@bench.test', '--json'], { ...env, PUBLIC_BASE_URL: apiUrl(0) });
     const writerTenant = await cliJson(['tenants', 'create', '--name', 'Writer', '--admin-email', 'writer@bench.test', '--json'], { ...env, PUBLIC_BASE_URL: apiUrl(0) });
-    processes.push(await startProcess('worker,projections', env, null));
+    processes.push({ ...(await startServiceProcess('worker,projections', env)), url: '' });
     await startApi(0);
     console.log(`worker/projections: ${processes[0]!.startupLine}\napi: ${processes[1]!.startupLine}`);
     const readKey = await apiKeyOf(apiUrl(0), String(readerTenant.signInUrl));
@@ -86,7 +86,7 @@ export default async function benchScaleOut(args: string[]) {
     const overBudget = API_COUNTS.filter((n) => results.get(n)!.peak > (n + 1) * budget);
     console.log(`throughput N=${last} / N=1: ${(rate(last) / rate(1)).toFixed(2)} (goal >= 0.8); errors ${errors} (goal 0); peak within budget: ${overBudget.length === 0 ? 'yes' : `no at N=${overBudget.join(', ')}`}`);
   } finally {
-    await Promise.all(processes.map(stopProcess));
+    await Promise.all(processes.map(stopServiceProcess));
     await monitor.end();
     await database.stop();
   }
@@ -175,31 +175,4 @@ async function cliJson(args: string[], env: Record<string, string>): Promise<Rec
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`cli ${args.join(' ')} failed (${code}): ${output}`);
   return JSON.parse(output.trim().split('\n').pop()!) as Record<string, unknown>;
-}
-
-/** Starts `serve --role <roles>` as its own OS process and resolves once it says it is running. */
-async function startProcess(roles: string, env: Record<string, string>, url: string | null): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve', '--role', roles], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const startupLine = await new Promise<string>((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((text) => text.startsWith('employer-integrations running'));
-      if (line) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve(line);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`serve --role ${roles} exited (${code}) before it was running: ${output}`)));
-  });
-  return { child, url: url ?? '', startupLine };
-}
-
-async function stopProcess(process: ServiceProcess): Promise<void> {
-  if (process.child.exitCode !== null) return;
-  const exited = once(process.child, 'exit');
-  process.child.kill('SIGTERM');
-  await exited;
 }
