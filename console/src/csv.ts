@@ -1,31 +1,17 @@
-// Reads a cohort CSV in the browser (RFC 4180: quoted fields, doubled quotes, CRLF), so row errors are
+// Reads a cohort CSV in the browser (papaparse: RFC 4180 quoting, any line ending), so row errors are
 // shown before anything is sent.
+import Papa from 'papaparse';
+
 export type CohortPatient = { email: string; firstName: string; lastName: string; birthDate?: string; externalId?: string; phone?: string };
 export type RowError = { index: number; field: string; message: string };
 
 const COLUMNS = ['email', 'firstName', 'lastName', 'birthDate', 'externalId', 'phone'] as const;
 const REQUIRED = ['email', 'firstName', 'lastName'] as const;
 
+/** The non-blank rows of a CSV, each a list of cells. */
 export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let value = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const char = text[i]!;
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') (value += '"'), (i += 1);
-      else if (char === '"') quoted = false;
-      else value += char;
-    } else if (char === '"') quoted = true;
-    else if (char === ',') row.push(value), (value = '');
-    else if (char === '\n' || char === '\r') {
-      if (char === '\r' && text[i + 1] === '\n') i += 1;
-      row.push(value), rows.push(row), (row = []), (value = '');
-    } else value += char;
-  }
-  if (value !== '' || row.length > 0) row.push(value), rows.push(row);
-  return rows.filter((cells) => cells.some((cell) => cell.trim() !== ''));
+  const { data } = Papa.parse<string[]>(text, { header: false, delimiter: ',', skipEmptyLines: 'greedy' });
+  return data;
 }
 
 /** The patients of a CSV with a header row, or the errors of its rows (index 0 = first data row). */

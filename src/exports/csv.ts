@@ -1,16 +1,20 @@
-// The CSV form of the roster: RFC 4180 (csv-stringify quotes what needs quoting, CRLF line ends), and
+// The CSV form of the roster: RFC 4180 (papaparse quotes what needs quoting, CRLF line ends), and
 // every cell that a spreadsheet would read as a formula neutralised (OWASP "CSV injection").
-import { stringify } from 'csv-stringify/sync';
+import Papa from 'papaparse';
 import type { RosterPatient } from './roster.ts';
 
 export const CSV_COLUMNS = ['id', 'email', 'firstName', 'lastName', 'birthDate', 'externalId', 'phone', 'createdAt', 'updatedAt'] as const;
 
-/** A cell starting with =, +, -, @, tab or carriage return gets a leading apostrophe, so it is shown as text, never evaluated. */
-export function neutraliseFormula(cell: string): string {
-  return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
-}
+/**
+ * Cells starting with =, +, -, @, tab or carriage return: papaparse gives them a leading apostrophe
+ * (and quotes them), so a spreadsheet shows them as text, never evaluates them. The pattern is ours,
+ * not papaparse's default, which ends in `.*$` and so misses a formula cell that holds a line break.
+ */
+export const FORMULA_START = /^[=+\-@\t\r]/;
 
 export function csvLines(patients: RosterPatient[], withHeader: boolean): string {
-  const records = patients.map((patient) => CSV_COLUMNS.map((column) => neutraliseFormula(patient[column] ?? '')));
-  return stringify(withHeader ? [[...CSV_COLUMNS], ...records] : records, { record_delimiter: 'windows' });
+  const rows = patients.map((patient) => CSV_COLUMNS.map((column) => patient[column] ?? ''));
+  const text = Papa.unparse({ fields: [...CSV_COLUMNS], data: rows }, { header: withHeader, newline: '\r\n', escapeFormulae: FORMULA_START });
+  // Every line ends in CRLF, the last too (unparse leaves it off after a record): chunks are joined as they are.
+  return text === '' || text.endsWith('\r\n') ? text : `${text}\r\n`;
 }

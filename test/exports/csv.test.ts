@@ -5,7 +5,7 @@ import { parse } from 'csv-parse/sync';
 import { sql } from 'slonik';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSV_COLUMNS, neutraliseFormula } from '../../src/exports/csv.ts';
+import { CSV_COLUMNS, csvLines, FORMULA_START } from '../../src/exports/csv.ts';
 import { insertExport } from '../../src/exports/store.ts';
 import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
@@ -59,7 +59,8 @@ describe('CSV export', () => {
     expect(Object.keys(records[0]!)).toEqual([...CSV_COLUMNS]);
 
     const roster = await rosterOf(tenant.api);
-    const expected = roster.map((patient) => Object.fromEntries(CSV_COLUMNS.map((column) => [column, neutraliseFormula(patient[column] ?? '')])));
+    const neutralised = (cell: string) => (FORMULA_START.test(cell) ? `'${cell}` : cell);
+    const expected = roster.map((patient) => Object.fromEntries(CSV_COLUMNS.map((column) => [column, neutralised(patient[column] ?? '')])));
     expect(records).toEqual(expected);
 
     const formula = records.find((record) => record.email === 'formula@example.test')!;
@@ -72,10 +73,10 @@ describe('CSV export', () => {
     expect(((await again.json()) as any).exportId).toBe(exportId);
   });
 
-  it('neutralises cells beginning with a tab or a carriage return too', () => {
-    expect(neutraliseFormula('\tcmd')).toBe("'\tcmd");
-    expect(neutraliseFormula('\r=1')).toBe("'\r=1");
-    expect(neutraliseFormula('plain = text')).toBe('plain = text');
+  it('neutralises cells beginning with a tab or a carriage return too, and formulas that hold a line break', () => {
+    const patient = { id: 'p1', email: 'a@example.test', firstName: '\tcmd', lastName: '\r=1', birthDate: null, externalId: '=1+1\n2', phone: 'plain = text', createdAt: 'c', updatedAt: 'u' };
+    const [record] = parse(csvLines([patient], false), { columns: [...CSV_COLUMNS] }) as Record<string, string>[];
+    expect(record).toMatchObject({ firstName: "'\tcmd", lastName: "'\r=1", externalId: "'=1+1\n2", phone: 'plain = text' });
   });
 
   it('answers 409 before completion, 410 after expiry, and the cleanup job deletes expired files', async () => {
