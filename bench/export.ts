@@ -54,9 +54,10 @@ export default async function exportBench(args: string[]) {
     ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn',
   };
   const actor = { type: 'system', id: 'bench' } as const;
+  let setup: Awaited<ReturnType<typeof startService>> | null = null;
   let service: ServiceProcess | null = null;
   try {
-    const setup = await startService({ config: loadConfig(env), roles: ['projections'] });
+    setup = await startService({ config: loadConfig(env), roles: ['projections'] });
     const { employerId, adminUserId } = await createEmployer(setup.ctx, { tenantId: null, actor }, { name: 'Bench exports', adminEmail: 'admin@bench.test' });
     const { rawKey } = await createApiKey(setup.ctx, { tenantId: employerId, actor }, {
       name: 'bench', scopes: ['export:read', 'export:create', 'fhir:read'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: 100_000_000, createdBy: adminUserId, now: Date.now(),
@@ -90,6 +91,7 @@ export default async function exportBench(args: string[]) {
     await setup.ctx.db.slonik.query(sql.unsafe`ANALYZE fhir_resources`);
     const seedSeconds = (performance.now() - seeded) / 1000;
     await setup.stop();
+    setup = null;
     service = await startServiceProcess('all', env);
     const pid = service.child.pid!;
     const baselineMb = await residentMb(pid);
@@ -131,6 +133,7 @@ export default async function exportBench(args: string[]) {
     const pdf = await measured(pid, async () => drain(await get('/api/employer/export/pdf')));
     console.log(`(d) PDF report (${(pdf.result / MB).toFixed(1)} MB): ${(pdf.ms / 1000).toFixed(2)} s; ${rss(pdf)}  [RSS goal < 300 MB in every step]`);
   } finally {
+    await setup?.stop();
     if (service) await stopServiceProcess(service);
     await database.stop();
     await rm(dataDir, { recursive: true, force: true });

@@ -22,7 +22,7 @@ import { listWebhooksStatement } from '../projections/webhooks/queries.ts';
 import { SERVICE_NODE_FLAGS } from '../scripts/service-node-flags.mjs';
 import { LIST_PAGE } from '../src/http/page.ts';
 import { planConnections } from '../src/db/pools.ts';
-import { freePort, startBenchDatabase } from './support.ts';
+import { cpuSecondsOf, freePort, startBenchDatabase } from './support.ts';
 
 const CONNECTIONS = 32;
 const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -48,14 +48,7 @@ async function serveReference() {
 type Run = { rps: number; p50: number; p99: number; non2xx: number; errors: number; cpuMicrosPerRequest: number };
 
 /** CPU time (user + system) the process has used so far, in microseconds (Linux /proc; NaN elsewhere). */
-async function cpuMicros(pid: number): Promise<number> {
-  try {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in clock ticks of 1/100 s
-  } catch {
-    return Number.NaN;
-  }
-}
+const cpuMicros = async (pid: number) => (await cpuSecondsOf(pid).catch(() => Number.NaN)) * 1e6;
 
 async function drive(url: string, pid: number, headers: Record<string, string>, seconds: number): Promise<Run> {
   const cpuBefore = await cpuMicros(pid);

@@ -116,6 +116,18 @@ export async function plainInsertTransactions(pool: pg.Pool, count: number, conc
   return count / ((performance.now() - started) / 1000);
 }
 
+/** USER_HZ, the unit of /proc's CPU times, fixed by the Linux ABI. */
+const TICKS_PER_SECOND = 100;
+
+/** /proc/<pid>/stat's fields after the parenthesised command name, from field 3 (state) on (Linux). */
+const statOf = async (pid: string | number) => (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ').pop()!.split(' ');
+
+/** CPU seconds (user + system) process `pid` has used so far, from /proc (Linux). */
+export async function cpuSecondsOf(pid: number): Promise<number> {
+  const fields = await statOf(pid);
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
 /**
  * A clock of the CPU seconds used so far by this process and by the Postgres server behind `pool`
  * (postmaster, its children alive, and those that exited, which the postmaster's own figures
@@ -124,14 +136,11 @@ export async function plainInsertTransactions(pool: pg.Pool, count: number, conc
  */
 export async function startCpuClock(pool: pg.Pool): Promise<() => Promise<{ process: number; postgres: number | null }>> {
   const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  // /proc/<pid>/stat fields after the parenthesised command name, from field 3 (state) on.
-  const statOf = async (pid: string | number) => (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ').pop()!.split(' ');
   // A backend of a server elsewhere may share its pid with an unrelated process here.
   const isPostgres = async (pid: string | number) => (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim() === 'postgres';
   const backend = rows[0]!.pid;
   const parent = (await isPostgres(backend)) ? (await statOf(backend))[1]! : null;
   const postmaster = parent && (await isPostgres(parent)) ? parent : null;
-  const ticksPerSecond = 100; // USER_HZ, fixed by the Linux ABI
   const postgresSeconds = async (): Promise<number | null> => {
     if (!postmaster) return null;
     const own = await statOf(postmaster).catch(() => null);
@@ -142,7 +151,7 @@ export async function startCpuClock(pool: pg.Pool): Promise<() => Promise<{ proc
       const fields = await statOf(entry).catch(() => null);
       if (fields?.[1] === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
     }
-    return ticks / ticksPerSecond;
+    return ticks / TICKS_PER_SECOND;
   };
   return async () => {
     const usage = process.cpuUsage();

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startWorker, type WorkerRunner } from '../../src/worker/runner.ts';
 import { createTestDatabaseUri } from '../support/database.ts';
+import { waitUntil } from '../webhooks/helpers.ts';
 
 /**
  * A real pool that gives its first connection (the runner's start-up checks) and then refuses, as a
@@ -40,7 +41,6 @@ afterAll(async () => {
 
 it('replaces a runner whose job fetches keep failing after a start-up without connections, and then runs the jobs', async () => {
   const ran: string[] = [];
-  const errors: string[] = [];
   const restarts: unknown[] = [];
   let firstFetchFailed: () => void = () => {};
   const fetchFailed = new Promise<void>((resolve) => (firstFetchFailed = resolve));
@@ -48,7 +48,6 @@ it('replaces a runner whose job fetches keep failing after a start-up without co
     pgPool: pool,
     tasks: { test_job: async (payload) => void ran.push((payload as { name: string }).name) },
     onError: (message) => {
-      errors.push(message);
       if (message.startsWith('Error occurred fetching jobs')) firstFetchFailed();
     },
     onRestart: (reason) => restarts.push(reason),
@@ -60,10 +59,7 @@ it('replaces a runner whose job fetches keep failing after a start-up without co
   await admin.connect();
   try {
     await admin.query(`SELECT graphile_worker.add_job('test_job', '{"name":"after the refusals"}'::json)`);
-    for (let waited = 0; ran.length === 0; waited += 50) {
-      if (waited > 30_000) throw new Error(`the job did not run; worker errors: ${errors.slice(-3).join(' | ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitUntil('the job queued after the refusals to run', () => ran.length > 0, 30_000);
   } finally {
     await admin.end();
   }
