@@ -146,6 +146,14 @@ describe('claiming an e-mail domain', () => {
     const domainFhir = await createPatient(b, unique('EXAMPLE-A.test'));
     expect(takenFhir).toEqual({ status: 409, body: UNAVAILABLE_FHIR });
     expect(domainFhir).toEqual(takenFhir);
+    // ...and so is an update that moves a patient's address into the domain.
+    const { id } = (await createPatient(b, unique('b.test'))).body as { id: string };
+    const update = await fetch(`${service.url}/api/fhir/Patient/${id}`, {
+      method: 'PUT',
+      headers: { ...service.sessionHeaders(b.cookie), 'content-type': 'application/fhir+json' },
+      body: JSON.stringify({ ...patient(unique('example-a.test')), id }),
+    });
+    expect({ status: update.status, body: await update.json() }).toEqual(takenFhir);
 
     // Cohort: the rows in A's domain are named with the same message, and nothing is written.
     const before = (await b.api.get('/api/employer/patients?limit=200')).body.patients.length;
