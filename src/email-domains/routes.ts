@@ -21,7 +21,12 @@ const URL = '/api/employer/email-domains';
 const domainName = z
   .string()
   .max(DOMAIN_MAX + 1)
-  .transform((text, context) => normalizeDomain(text) ?? (context.addIssue({ code: 'custom', message: 'must be a domain name such as example.com' }), z.NEVER));
+  .transform((text, context) => {
+    const domain = normalizeDomain(text);
+    if (domain !== null) return domain;
+    context.addIssue({ code: 'custom', message: 'must be a domain name such as example.com' });
+    return z.NEVER;
+  });
 
 const domainParams = z.object({ domain: domainName });
 
