@@ -4,6 +4,7 @@ import { auditCapability } from './audit/capability.ts';
 import type { Capability } from './capability.ts';
 import { exportsCapability } from './exports/capability.ts';
 import { consoleCapability } from './console/plugin.ts';
+import { emailDomainsCapability } from './email-domains/capability.ts';
 import { identityCapability } from './identity/capability.ts';
 import { operationsCapability } from './operations/capability.ts';
 import { patientsCapability } from './patients/capability.ts';
@@ -13,4 +14,4 @@ import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];

@@ -14,6 +14,8 @@ import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
 import { createEmployer } from './tenants/commands.ts';
+import { verifyDomainByOperator } from './email-domains/commands.ts';
+import { normalizeDomain } from './email-domains/domain-name.ts';
 import { erasePatient } from './patients/commands.ts';
 import { ERASED_FIELDS, eventsOfErasedPatients } from './patients/replay.ts';
 import { eventsOfErasedUsers, USER_ERASED_FIELDS } from './tenants/replay.ts';
@@ -41,7 +43,10 @@ const USAGE = `Usage: npm run cli -- <command>
   events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)
   platform-tokens create --name <name> --families <f1,f2,...> [--json]
                                              a platform service token (families: ${PLATFORM_FAMILIES.join(', ')}), printed once
-  platform-tokens revoke <id>                 revoke a platform service token`;
+  platform-tokens revoke <id>                 revoke a platform service token
+  domains verify --tenant <employerId> --domain <domain>
+                                             verify the employer's claim on an e-mail domain without DNS (claims it
+                                             first if needed): its new addresses are then that employer's alone`;
 
 const SYSTEM_ACTOR = { type: 'system', id: 'cli' } as const;
 
@@ -61,6 +66,7 @@ async function main(argv: string[]) {
       format: { type: 'string', default: 'ndjson' },
       restart: { type: 'boolean', default: false },
       families: { type: 'string' },
+      domain: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -95,6 +101,7 @@ async function main(argv: string[]) {
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     if (command === 'platform-tokens' && subcommand === 'create') return await platformTokensCreate(service, values.name, values.families, values.json!);
     if (command === 'platform-tokens' && subcommand === 'revoke') return await platformTokensRevoke(service, argument);
+    if (command === 'domains' && subcommand === 'verify') return await verifyDomain(service, values.tenant, values.domain);
     throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
   } finally {
     await service.stop();
@@ -161,6 +168,13 @@ async function platformTokensRevoke(service: Service, tokenId: string | undefine
   if (!tokenId) throw new UsageError('platform-tokens revoke needs the token id.');
   await revokePlatformToken(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, { tokenId });
   console.log(`Platform token ${tokenId} revoked.`);
+}
+
+async function verifyDomain(service: Service, tenantId: string | undefined, domainText: string | undefined) {
+  const domain = domainText === undefined ? null : normalizeDomain(domainText);
+  if (!tenantId || !/^emp_[0-9a-f]{32}$/.test(tenantId) || !domain) throw new UsageError('domains verify needs --tenant <employerId> and --domain <domain name>.');
+  await verifyDomainByOperator(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { domain });
+  console.log(`${domain} is verified for employer ${tenantId}: new addresses in it can be taken up by that employer only.`);
 }
 
 /** Status counts pending events up to this (a count costs what scanning, or on KurrentDB reading, them costs). */

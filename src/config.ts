@@ -1,5 +1,6 @@
 // Configuration comes only from environment variables, validated once at start-up: a bad value stops
 // the process with a message naming the variable instead of failing later in a request.
+import { Resolver } from 'node:dns';
 import { z } from 'zod';
 
 const booleanFromText = z
@@ -35,6 +36,21 @@ const configSchema = z
     /** How long a webhook target's host name may take to resolve; past it the attempt fails. */
     WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     /** The whole request (headers and body) must arrive within this; else 408 and the connection closes. */
+    /** DNS servers (`address` or `address:port`, comma-separated) that e-mail domain verification asks; empty: the system's. */
+    EMAIL_DOMAIN_DNS_SERVERS: z
+      .string()
+      .default('')
+      .transform((text) => text.split(',').map((server) => server.trim()).filter(Boolean))
+      .refine((servers) => {
+        try {
+          new Resolver().setServers(servers);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be IP addresses, each optionally with a port (1.1.1.1, 127.0.0.1:5353, [::1]:53), comma-separated'),
+    /** The whole TXT look-up of a domain verification, whichever servers it tries. */
+    EMAIL_DOMAIN_DNS_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(5_000),
     HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
     /** The request headers must arrive within this (slow-header clients hold no connection longer). */
     HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),

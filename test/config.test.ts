@@ -14,4 +14,10 @@ describe('configuration', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://x@localhost/db' })).toThrow(/ENCRYPTION_KEY/);
     expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_NETWORKS/);
   });
+
+  it('takes the DNS servers of domain verification as addresses with optional ports', () => {
+    expect(loadConfig({}).EMAIL_DOMAIN_DNS_SERVERS).toEqual([]);
+    expect(loadConfig({ EMAIL_DOMAIN_DNS_SERVERS: '1.1.1.1, 127.0.0.1:5353,[::1]:53' }).EMAIL_DOMAIN_DNS_SERVERS).toEqual(['1.1.1.1', '127.0.0.1:5353', '[::1]:53']);
+    expect(() => loadConfig({ EMAIL_DOMAIN_DNS_SERVERS: 'dns.example.com' })).toThrow(/EMAIL_DOMAIN_DNS_SERVERS/);
+  });
 });

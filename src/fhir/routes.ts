@@ -184,7 +184,7 @@ export function fhirRoutes(): RoutePlugin {
       url: '/:resourceType',
       summary: 'Create a resource (the id is the server\'s); If-None-Exist makes it conditional',
       description: 'If-None-Exist: a search query (e.g. `identifier=sys|123`): no match creates, one match answers 200 with it, several 412. ' +
-        'A Patient carries at most one e-mail, unique within the employer (409 duplicate). Clinical resources reference a Patient of the employer as subject. ' +
+        'A Patient carries at most one e-mail, unique within the employer and outside the domains other employers have verified (409 duplicate, the same diagnostics for both). Clinical resources reference a Patient of the employer as subject. ' +
         'Prefer: return=minimal answers without a body.',
       auth: writeAuth,
       params: typeParams,

@@ -10,6 +10,9 @@ import { createDataKeys, dataKey, dataKeys, destroyDataKey, emailBlindIndex, Per
 import { DomainError, fold } from '../event-store/decider.ts';
 import { employerOf, handleCommands, type CommandContext, type StreamCommand } from '../event-store/command-handler.ts';
 import { tenantStream, WrongExpectedRevisionError, type AppendMetadata, type StreamAppend } from '../event-store/port.ts';
+import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
+import { addressesInOthersDomains } from '../email-domains/commands.ts';
+import { EMAIL_UNAVAILABLE_MESSAGE, emailUnavailable } from '../tenants/email-reservation.ts';
 import { fhirError } from '../fhir/outcome.ts';
 import { contentOf } from '../fhir/resource.ts';
 import { patientEmails, type FhirJson, type FhirResourceType } from '../fhir/search-parameters.ts';
@@ -70,6 +73,11 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
       if (canonicalize(contentOf(patient)) !== canonicalize(contentOf(current.resource as FhirJson))) updated.push({ index, patient, id: current.id, version: current.version_id });
     });
     const result = { cohortId, received: input.rows.length, created: created.length, updated: updated.length, unchanged: input.rows.length - created.length - updated.length };
+    const refused = await addressesInOthersDomains(ctx, employerId, created.map(({ index }) => input.rows[index]!.email));
+    if (refused.length > 0) {
+      const rows = refused.map((position) => created[position]!.index);
+      throw emailUnavailable({ errors: rows.map((index) => ({ index, field: 'email', path: `body.patients.${index}.email`, message: EMAIL_UNAVAILABLE_MESSAGE })) });
+    }
 
     const keyless = created.map(({ index }) => newIds[index]!).filter((id) => !newKeys.has(id));
     for (const [id, key] of await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, keyless)) newKeys.set(id, key);
@@ -172,6 +180,7 @@ export async function createFhirResource(ctx: AppContext, context: CommandContex
       return written(id, await handleCommands(ctx.commands, [
         { streamName: patientStream(employerId, id), decider: patientDecider, command: { type: 'RegisterPatient', patientId: id, emailIndex, sealed, cohortId: null }, context, newStream: true },
         ...(emailIndex === null ? [] : [claimCommand(employerId, emailIndex, id, context)]),
+        ...admitAddressCommands(context, email, employerId),
       ]));
     }
     const patientId = await subjectPatient(ctx, employerId, input.resource);
@@ -207,6 +216,7 @@ export async function updateFhirResource(
         { streamName: stream, decider: patientDecider, context,
           command: { type: 'UpdatePatient', patientId: id, emailIndex, sealed, cohortId: null, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
         ...(emailChanged && emailIndex !== null ? [claimCommand(employerId, emailIndex, id, context)] : []),
+        ...(emailChanged ? admitAddressCommands(context, email, employerId) : []),
         ...(emailChanged && current.emailIndex !== null ? [releaseCommand(employerId, current.emailIndex, id, context)] : []),
       ]));
     }

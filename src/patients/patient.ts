@@ -4,6 +4,7 @@
 // (`tenant-<employerId>.patientEmail-<blind index>`): one patient per e-mail in an employer, held by a
 // stream appended to together with the patient's events, not by a read model that lags.
 import { DomainError, type Decider } from '../event-store/decider.ts';
+import { emailUnavailable } from '../tenants/email-reservation.ts';
 import type { EmailClaimEvent, PatientEvent } from './events.ts';
 
 export type PatientState = { status: 'absent' | 'active' | 'erased'; emailIndex: string | null; version: number };
@@ -62,7 +63,8 @@ export const emailClaimDecider: Decider<EmailClaimCommand, EmailClaimEvent, Emai
     const data = { emailIndex: command.emailIndex, patientId: command.patientId };
     if (command.type === 'ReleaseEmail') return state.holder === command.patientId ? [{ type: 'PatientEmailReleased', data }] : [];
     if (state.holder === command.patientId) return [];
-    if (state.holder !== null) throw new DomainError(409, 'DUPLICATE', 'A patient with this e-mail already exists in this employer.');
+    // The same answer as for an address in another employer's domain (src/tenants/email-reservation.ts).
+    if (state.holder !== null) throw emailUnavailable();
     return [{ type: 'PatientEmailClaimed', data }];
   },
 };

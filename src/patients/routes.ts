@@ -69,7 +69,8 @@ export function patientRoutes(): RoutePlugin {
         `Body \`{ patients: CohortPatient[] }\`, at most ${MAX_COHORT_ROWS} rows (else 413 COHORT_TOO_LARGE) and ${COHORT_BODY_LIMIT_BYTES} bytes (else 413 PAYLOAD_TOO_LARGE). ` +
         'Every row is checked first: any invalid row, or an e-mail given twice, is a 400 VALIDATION_ERROR whose `errors` list `{ index, field, path, message }` ' +
         'for every bad row, and nothing is written. A patient is identified by e-mail (case-insensitive) within the employer; rows equal to the stored patient ' +
-        'count as unchanged, so uploading the same file twice changes nothing. Sends the webhook event cohort.uploaded with this summary as data.',
+        'count as unchanged, so uploading the same file twice changes nothing. Sends the webhook event cohort.uploaded with this summary as data. ' +
+        'A new patient\'s e-mail in a domain another employer has verified (/api/employer/email-domains) is 409 EMAIL_UNAVAILABLE, its `errors` listing those rows; nothing is written.',
       tags,
       auth: { modes: ['apiKey', 'session'], scope: 'cohort:write' },
       // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely here.

@@ -195,8 +195,8 @@ async function withScimErrors<T>(action: () => Promise<T>): Promise<T> {
     return await action();
   } catch (error) {
     if (error instanceof DomainError) {
-      if (error.code === 'EMAIL_TAKEN') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in this employer.');
-      if (error.code === 'EMAIL_TAKEN_ELSEWHERE') throw new ScimError(409, 'uniqueness', 'A user with this e-mail already exists in another employer.');
+      // One answer for every reason an address is unavailable (src/tenants/email-reservation.ts).
+      if (error.code === 'EMAIL_UNAVAILABLE') throw new ScimError(409, 'uniqueness', error.message);
       if (error.status === 404) throw new ScimError(404, null, 'The resource was not found.');
       if (error.status === 412) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
     }

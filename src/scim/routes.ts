@@ -61,8 +61,7 @@ declare module 'fastify' {
 const SCIM_TYPES_BY_CODE: Record<string, ScimErrorType> = {
   VALIDATION_ERROR: 'invalidValue',
   MALFORMED_JSON: 'invalidSyntax',
-  EMAIL_TAKEN: 'uniqueness',
-  EMAIL_TAKEN_ELSEWHERE: 'uniqueness',
+  EMAIL_UNAVAILABLE: 'uniqueness',
 };
 
 const scimErrorShape: ErrorShape = (error: ServiceError) => {
@@ -192,6 +191,8 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       method: 'POST',
       url: '/Users',
       summary: 'Provision a PATIENT user (e-mail unique across employers, userName unique in the employer)',
+      description: '409 uniqueness with the same detail, naming no employer, whatever makes the e-mail unavailable: a user of this employer or of another holds it, ' +
+        'or it is in a domain another employer has verified (/api/employer/email-domains).',
       documentedBody: scimUserSchema,
       querystring: selectionQuery,
       responses: { 201: { description: 'The created user', contentType: SCIM_CONTENT_TYPE } },

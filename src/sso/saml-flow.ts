@@ -7,6 +7,7 @@ import { handleCommand, type CommandContext } from '../event-store/command-handl
 import { DomainError } from '../event-store/decider.ts';
 import { issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
+import { emailUnavailable } from '../tenants/email-reservation.ts';
 import { findUserByEmail } from '../../projections/tenants/queries.ts';
 import { getSsoConfiguration } from '../../projections/sso/queries.ts';
 import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
@@ -87,8 +88,7 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
   for (let attempt = 1; ; attempt++) {
     const existing = await findUserByEmail(ctx.db.slonik, login.email);
     if (existing && existing.employer_id !== employerId) {
-      return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp,
-        new DomainError(409, 'EMAIL_IN_OTHER_EMPLOYER', 'This e-mail address belongs to a user of another employer and cannot sign in here.'));
+      return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp, emailUnavailable());
     }
     if (existing && !existing.active) {
       return refuse(ctx, employerId, 'USER_DEACTIVATED', clientIp, new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.'));
@@ -104,9 +104,10 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
       });
       return { userId, provisioned: true };
     } catch (error) {
-      // A concurrent first login (or SCIM) registered the address meanwhile: look again, once.
-      const taken = error instanceof DomainError && (error.code === 'EMAIL_TAKEN' || error.code === 'EMAIL_TAKEN_ELSEWHERE');
-      if (!taken || attempt > 1) throw error;
+      // A concurrent first login (or SCIM) registered the address meanwhile: look again, once. Still
+      // unavailable, it is held or its domain verified by another employer: one refusal for both.
+      if (!(error instanceof DomainError && error.code === 'EMAIL_UNAVAILABLE')) throw error;
+      if (attempt > 1) return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp, emailUnavailable());
     }
   }
 }

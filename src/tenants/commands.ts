@@ -1,6 +1,7 @@
 // Commands on employers and users. Registering a user claims its e-mail's reservation stream in the
 // same write (appendToStreams), so two employers can never hold the same address, on either event
-// store adapter, and a failed registration leaves no claim behind. A change to a user is one write
+// store adapter, and a failed registration leaves no claim behind. A new address is also admitted by
+// its domain's reservation (src/email-domains/domain-reservation.ts): refused in another employer's. A change to a user is one write
 // too: its events, the e-mail claims and, on deactivation, the revocation of the user's API keys.
 // A user's personal fields are sealed under the user's data key here, before any decider sees them.
 import { randomUUID } from 'node:crypto';
@@ -9,6 +10,7 @@ import { revokeKeyCommands, type ApiKeyState } from '../api-keys/api-key.ts';
 import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
 import { ensureDataKey, type PersonalDataKeys } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
+import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
@@ -61,6 +63,7 @@ export async function registerUser(
   if (!key) throw personalDataErased();
   const { position, occurredAt } = await handleCommands(deps, [
     reserveEmail(context, profile.email, employerId, userId),
+    ...admitAddressCommands(context, profile.email, employerId),
     {
       streamName: userStream(employerId, userId),
       decider: userDecider,
@@ -129,7 +132,7 @@ export async function changeUser(
     const newEmail = 'delete' in wanted || wanted.profile.email.toLowerCase() === user.profile.email.toLowerCase() ? null : wanted.profile.email;
     const emailCommands = 'delete' in wanted
       ? [releaseEmail(context, user.profile.email, userId)]
-      : newEmail ? [reserveEmail(context, newEmail, employerId, userId), releaseEmail(context, user.profile.email, userId)] : [];
+      : newEmail ? [reserveEmail(context, newEmail, employerId, userId), ...admitAddressCommands(context, newEmail, employerId), releaseEmail(context, user.profile.email, userId)] : [];
     const deactivates = 'delete' in wanted || !wanted.active;
     const revocations = deactivates ? revokeKeyCommands(context, employerId, user.apiKeyIds, new Date().toISOString()) : [];
     try {

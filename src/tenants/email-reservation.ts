@@ -2,10 +2,23 @@
 // unique index of a read model (it lags, and is rebuilt), so each address has a reservation stream,
 // system.emailReservation-<sha256(address)>, claimed with optimistic concurrency in the same append
 // as the user's registration or e-mail change.
+//
+// An address that cannot be used is refused with one answer, whatever the reason (held by a user of
+// this employer or of another, or in a domain another employer has verified, src/email-domains/):
+// the spec's 409 says that the address is unavailable and nothing more, so no employer can learn
+// from it where an address is held, or probe another employer's directory.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { systemStream } from '../event-store/port.ts';
 import { sha256Hex } from '../crypto/tokens.ts';
 import type { EmailReservationEvent } from './events.ts';
+
+export const EMAIL_UNAVAILABLE_MESSAGE = 'This e-mail address cannot be used.';
+
+/**
+ * The one refusal of an unavailable address (SCIM: 409 uniqueness; FHIR: 409 duplicate; elsewhere 409
+ * EMAIL_UNAVAILABLE). `details`: which of several addresses (a cohort's rows), never why.
+ */
+export const emailUnavailable = (details: Record<string, unknown> = {}) => new DomainError(409, 'EMAIL_UNAVAILABLE', EMAIL_UNAVAILABLE_MESSAGE, details);
 
 export type EmailReservationCommand =
   | { type: 'ReserveEmail'; emailHash: string; employerId: string; userId: string }
@@ -20,12 +33,7 @@ export const emailReservationDecider: Decider<EmailReservationCommand, EmailRese
   decide: (command, state) => {
     if (command.type === 'ReserveEmail') {
       if (state.holder?.userId === command.userId) return [];
-      if (state.holder) {
-        const sameEmployer = state.holder.employerId === command.employerId;
-        throw new DomainError(409, sameEmployer ? 'EMAIL_TAKEN' : 'EMAIL_TAKEN_ELSEWHERE',
-          sameEmployer ? 'A user with this e-mail already exists in this employer.' : 'A user with this e-mail already exists in another employer.',
-          { sameEmployer });
-      }
+      if (state.holder) throw emailUnavailable();
       return [{ type: 'EmailReserved', data: { emailHash: command.emailHash, employerId: command.employerId, userId: command.userId } }];
     }
     if (state.holder?.userId !== command.userId) return [];

@@ -35,7 +35,7 @@ describe('e-mail claim decider', () => {
   it('gives an address to one patient at a time', () => {
     given([]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([claimed]);
     given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([]);
-    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).thenThrows({ status: 409, code: 'DUPLICATE' });
+    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).thenThrows({ status: 409, code: 'EMAIL_UNAVAILABLE' });
   });
   it('releases only its holder\'s claim, after which another patient may claim it', () => {
     given([claimed]).when({ type: 'ReleaseEmail', emailIndex: 'idx-a', patientId: 'p2' }).then([]);

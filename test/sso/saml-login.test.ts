@@ -120,7 +120,7 @@ describe('resolving the local user', () => {
     const tenant = await samlTenant();
     const refused = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email: otherEmail }));
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ code: 'EMAIL_IN_OTHER_EMPLOYER' });
+    expect(refused.body).toMatchObject({ code: 'EMAIL_UNAVAILABLE', message: 'This e-mail address cannot be used.' });
   });
 });
 

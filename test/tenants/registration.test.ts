@@ -56,7 +56,7 @@ describe('user registration and e-mail changes', () => {
     await employer().register(email);
     const other = employer();
     const userId = randomUUID();
-    await expect(other.register(email, userId)).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
+    await expect(other.register(email, userId)).rejects.toMatchObject({ code: 'EMAIL_UNAVAILABLE' });
     expect(await deps.eventStore.readStream(userStream(other.employerId, userId))).toEqual([]);
     expect(await reservation(email)).toHaveLength(1);
   });
@@ -83,7 +83,7 @@ describe('user registration and e-mail changes', () => {
     const taken = uniqueEmail();
     await employer().register(taken);
     const userEvents = (await deps.eventStore.readStream(userStream(employerId, userId))).length;
-    await expect(changeProfile(context, employerId, userId, { email: taken })).rejects.toMatchObject({ code: 'EMAIL_TAKEN_ELSEWHERE' });
+    await expect(changeProfile(context, employerId, userId, { email: taken })).rejects.toMatchObject({ code: 'EMAIL_UNAVAILABLE' });
     expect(await deps.eventStore.readStream(userStream(employerId, userId))).toHaveLength(userEvents);
     expect((await reservation(after)).map((event) => event.type)).toEqual(['EmailReserved']);
   });

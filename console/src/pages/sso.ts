@@ -1,10 +1,11 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
-// shown once, with rotation.
+// shown once, with rotation; and the employer's e-mail domains (email-domains.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
 import type { Page, Session } from '../main.ts';
+import { emailDomainsSection } from './email-domains.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
 type SsoBody = { samlEnabled?: boolean; samlMetadataUrl?: string; samlEntryPoint?: string; samlIssuer?: string; samlCertificate?: string; scimEnabled?: boolean; rotateScimToken?: boolean };
@@ -93,5 +94,6 @@ export const ssoPage: Page = {
 
     main.append(status.element, once, body);
     await refresh();
+    main.append(await emailDomainsSection());
   },
 };
