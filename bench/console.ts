@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { issueSignInToken } from '../src/identity/commands.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
 import { browserUnavailable, launchChromium } from '../test/support/browser.ts';
-import { percentile, startBenchService } from './support.ts';
+import { percentile, sessionCookieOf, startBenchService } from './support.ts';
 
 export default async function consoleBench(args: string[]) {
   const runs = Number(args[0] ?? 10);
@@ -23,8 +23,7 @@ export default async function consoleBench(args: string[]) {
     const system = { tenantId: null, actor: { type: 'system' as const, id: 'bench' } };
     const { employerId, adminUserId } = await createEmployer(service.ctx, system, { name: 'Bench Co', adminEmail: `bench-${Date.now()}@example.test` });
     const { signInUrl } = await issueSignInToken(service.ctx, { ...system, tenantId: employerId }, { userId: adminUserId, via: 'cli' });
-    const signIn = await fetch(signInUrl, { redirect: 'manual' });
-    const secret = signIn.headers.getSetCookie().find((cookie) => cookie.startsWith('ei_session='))!.split(';')[0]!.slice('ei_session='.length);
+    const secret = (await sessionCookieOf(signInUrl)).slice('ei_session='.length);
     const script = Buffer.from(await (await fetch(`${service.url}/console/app.js`)).arrayBuffer());
 
     const shown: number[] = [];

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { freePort, percentile, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
+import { freePort, percentile, sessionCookieOf, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const API_COUNTS = [1, 2, 4];
@@ -155,9 +155,7 @@ async function call(url: string, method: string, path: string, key: string, body
 
 /** Signs in with a tenant admin's one-time link and creates an API key for webhooks. */
 async function apiKeyOf(apiUrl: string, signInUrl: string): Promise<string> {
-  const signIn = await fetch(signInUrl, { redirect: 'manual' });
-  const cookie = signIn.headers.getSetCookie().find((header) => header.startsWith('ei_session='))?.split(';')[0];
-  if (!cookie) throw new Error(`sign-in failed: ${signIn.status}`);
+  const cookie = await sessionCookieOf(signInUrl);
   const response = await fetch(`${apiUrl}/api/employer/api-keys`, {
     method: 'POST',
     headers: { cookie, origin: apiUrl, 'content-type': 'application/json' },

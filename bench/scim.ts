@@ -19,7 +19,7 @@ import { capabilities } from '../src/capabilities.ts';
 import { issueSignInToken } from '../src/identity/commands.ts';
 import { createScimCapability } from '../src/scim/capability.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { percentile, plainInsertTransactions, startBenchService } from './support.ts';
+import { percentile, plainInsertTransactions, sessionCookieOf, startBenchService } from './support.ts';
 
 const MAX_SECONDS_PER_PHASE = 60;
 const UNLIMITED = { perSecond: 1e9, burst: 1e9 };
@@ -116,12 +116,8 @@ export default async function scimBench(args: string[]) {
 }
 
 async function enableScim(http: Pool, ctx: Parameters<typeof issueSignInToken>[0], employerId: string, adminUserId: string): Promise<string> {
-  const { token } = await issueSignInToken(ctx, { tenantId: employerId, actor: { type: 'system', id: 'bench' } }, { userId: adminUserId, via: 'cli' });
-  const signIn = await http.request({ method: 'GET', path: `/api/auth/signin?token=${encodeURIComponent(token)}` });
-  await signIn.body.dump();
-  const setCookie = signIn.headers['set-cookie'];
-  const cookie = (Array.isArray(setCookie) ? setCookie : [setCookie ?? '']).find((header) => header.startsWith('ei_session='))?.split(';')[0];
-  if (!cookie) throw new Error('bench sign-in failed');
+  const { signInUrl } = await issueSignInToken(ctx, { tenantId: employerId, actor: { type: 'system', id: 'bench' } }, { userId: adminUserId, via: 'cli' });
+  const cookie = await sessionCookieOf(signInUrl);
   const response = await http.request({
     method: 'POST',
     path: '/api/employer/sso',

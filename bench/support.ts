@@ -15,6 +15,8 @@ import { SERVICE_NODE_FLAGS } from '../scripts/service-node-flags.mjs';
 import { freePort } from '../test/support/ports.ts';
 
 export { freePort };
+/** Signs in through a one-time link as a browser does (confirmation page, then its form): the session cookie. */
+export { sessionCookieOf } from '../test/support/sign-in.ts';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 

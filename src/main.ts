@@ -3,7 +3,7 @@
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { DestinationStream } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { auditProjection } from '../projections/audit/projection.ts';
 import { auditChainProjection } from '../projections/audit-chain/projection.ts';
 import { resolveAuditSigner, type AuditSigner } from './audit/signing-key.ts';
@@ -15,7 +15,7 @@ import { capabilities as defaultCapabilities } from './capabilities.ts';
 import type { Capability } from './capability.ts';
 import type { Config } from './config.ts';
 import { resolveEncryptionKey } from './crypto/encryption-key.ts';
-import { canConnect, embeddedConnectionUri, startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
 import { closeDatabase, openDatabase, planConnections } from './db/pools.ts';
@@ -55,17 +55,13 @@ export function eventRegistryOf(capabilities: Capability[]): EventRegistry {
 }
 
 /** Connects to the configured database (starting the embedded one if needed) and migrates it. */
-export async function connectDatabase(config: Config) {
+export async function connectDatabase(config: Config, logger?: Logger) {
   let embedded: EmbeddedDatabase | null = null;
   let connectionUri = config.DATABASE_URL;
   if (!connectionUri) {
     // A CLI command next to a running `npm start` shares that process's embedded server.
-    const running = embeddedConnectionUri(config.EMBEDDED_POSTGRES_PORT);
-    if (await canConnect(running)) connectionUri = running;
-    else {
-      embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT });
-      connectionUri = embedded.connectionUri;
-    }
+    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_POSTGRES_PORT, ...(logger ? { logger } : {}) });
+    connectionUri = embedded.connectionUri;
   }
   await migrate(connectionUri);
   return { connectionUri, embedded };
@@ -84,7 +80,7 @@ export async function startService(options: {
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
   const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
-  const { connectionUri, embedded } = await connectDatabase(config);
+  const { connectionUri, embedded } = await connectDatabase(config, logger);
   const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).

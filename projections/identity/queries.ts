@@ -16,12 +16,16 @@ export async function findActiveSessionById(pool: DatabasePool, employerId: stri
   return found;
 }
 
-const tokenRow = z.object({ token_id: z.string(), employer_id: z.string(), user_id: z.string(), user_active: z.boolean() });
+const tokenRow = z.object({ token_id: z.string(), employer_id: z.string(), user_id: z.string(), user_active: z.boolean(), email: z.string(), usable: z.boolean() });
 
-/** The sign-in token whose hash is `tokenHash`, with whether its user is active; null when unknown. */
+/**
+ * The sign-in token whose hash is `tokenHash`, with its user's e-mail, whether the user is active and
+ * whether the token is usable (neither redeemed nor expired, as the read model has it: the token's
+ * decider has the last word); null when unknown.
+ */
 export async function findSignInToken(pool: DatabasePool, tokenHash: string) {
   return pool.maybeOne(sql.type(tokenRow)`
-    SELECT t.token_id, t.employer_id, t.user_id, u.active AS user_active
+    SELECT t.token_id, t.employer_id, t.user_id, u.active AS user_active, u.email, (t.redeemed_at IS NULL AND t.expires_at > now()) AS usable
     FROM signin_tokens t JOIN users u ON u.id = t.user_id AND u.employer_id = t.employer_id
     WHERE t.token_hash = ${tokenHash}`);
 }

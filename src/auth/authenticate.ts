@@ -55,10 +55,11 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
 }
 
 /**
- * Cookie-authenticated writes must come from our own pages: browsers send Origin on cross-site (and
- * same-origin) POST/PUT/PATCH/DELETE; Referer is the fallback. A request carrying neither is refused.
+ * Cookie-authenticated writes (and the sign-in form's post) must come from our own pages: browsers
+ * send Origin on cross-site (and same-origin) POST/PUT/PATCH/DELETE; Referer is the fallback. A
+ * request carrying neither is refused.
  */
-function assertSameOrigin(ctx: AppContext, request: FastifyRequest) {
+export function assertSameOrigin(ctx: AppContext, request: FastifyRequest) {
   const expected = new URL(ctx.config.PUBLIC_BASE_URL).origin;
   const origin = request.headers.origin ?? originOf(request.headers.referer);
   if (origin !== expected) {

@@ -35,8 +35,9 @@ export const API_VERSION_INFO = { title: 'employer-integrations', version: '2026
 
 /**
  * One log line per request, when it completes (fastify's default adds an "incoming request" line).
- * The line of an answered request holds only what the `req` serializer keeps (method, URL without its
- * token parameters, address), the status and the time, none of which can carry a secret; so it skips
+ * The line of an answered request holds only what the `req` serializer keeps (method, URL with its query
+ * values redacted but for paging and options, address), the status and the time, none of which can
+ * carry a secret or personal data (src/logger.ts); so it skips
  * the logger's redaction paths, which cost three quarters of the line (15 of 20 µs, measured). A line
  * with an error, and every other line, keeps them.
  */

@@ -7,7 +7,7 @@ import { employerOf, handleCommand, type CommandContext } from '../event-store/c
 import { DomainError } from '../event-store/decider.ts';
 import type { SessionEndReason } from './events.ts';
 import { sessionDecider, sessionStream } from './session.ts';
-import { signInTokenDecider, signInTokenStream } from './signin-token.ts';
+import { invalidSignInToken, signInTokenDecider, signInTokenStream } from './signin-token.ts';
 
 export const SIGNIN_PATH = '/api/auth/signin';
 
@@ -25,16 +25,28 @@ export async function issueSignInToken(ctx: AppContext, context: CommandContext,
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
 
+const deactivated = () => new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
+
+/**
+ * Whom a sign-in token would sign in, without using it up (the confirmation page a GET of the link
+ * shows); the same refusals as the exchange itself.
+ */
+export async function inspectSignInToken(ctx: AppContext, input: { token: string }): Promise<{ email: string }> {
+  const row = await findSignInToken(ctx.db.slonik, sha256Hex(input.token));
+  if (!row?.usable) throw invalidSignInToken();
+  if (!row.user_active) throw deactivated();
+  return { email: row.email };
+}
+
 /**
  * Exchanges a sign-in token for a new session; the raw session secret goes into the cookie only. The
  * one command without a caller's context: the caller is anonymous until the token names its user,
  * who is then the actor.
  */
 export async function redeemSignInToken(ctx: AppContext, input: { token: string }) {
-  const invalid = new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
   const row = await findSignInToken(ctx.db.slonik, sha256Hex(input.token));
-  if (!row) throw invalid;
-  if (!row.user_active) throw new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
+  if (!row) throw invalidSignInToken();
+  if (!row.user_active) throw deactivated();
   const sessionId = randomUUID();
   const context: CommandContext = { tenantId: row.employer_id, actor: { type: 'user', id: row.user_id } };
   await handleCommand(ctx.commands, {

@@ -1,13 +1,16 @@
-// The built-in identity provider's browser endpoints: sign-in link exchange, current session, logout.
+// The built-in identity provider's browser endpoints: a sign-in link's confirmation page and the
+// exchange its form posts, the current session, logout.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { commandContextOf, ROLES } from '../auth/principal.ts';
-import { SESSION_COOKIE } from '../auth/authenticate.ts';
+import { assertSameOrigin, SESSION_COOKIE } from '../auth/authenticate.ts';
+import { CONSOLE_CSP } from '../console/plugin.ts';
 import { defineRoute } from '../http/route.ts';
 import { normaliseReturnTo } from '../sso/return-to.ts';
 import { TOKEN_MAX, URL_MAX } from '../http/limits.ts';
-import { endSession, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
+import { endSession, inspectSignInToken, redeemSignInToken, SIGNIN_PATH } from './commands.ts';
+import { signInConfirmationPage } from './signin-page.ts';
 import { findActiveSessionById } from '../../projections/identity/queries.ts';
 
 const sessionResponse = z
@@ -22,18 +25,62 @@ const sessionResponse = z
 export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const secureCookie = ctx.config.PUBLIC_BASE_URL.startsWith('https:');
 
+  // Resolved as a browser would resolve it, so '/\\evil.example' or '//evil.example' is no open redirect.
+  const returnPath = (next: string | undefined) =>
+    next === undefined ? null : normaliseReturnTo(next, { PUBLIC_BASE_URL: ctx.config.PUBLIC_BASE_URL, RETURN_TO_ALLOWED_ORIGINS: '' });
+  const signInForm = z.object({ token: z.string().min(1).max(TOKEN_MAX), next: z.string().max(URL_MAX).optional() });
+
   defineRoute(fastify, ctx, {
     method: 'GET',
     url: SIGNIN_PATH,
-    summary: 'Exchange a one-time sign-in token for a session cookie',
+    summary: 'The confirmation page of a one-time sign-in link',
     description:
-      'Single use and short-lived. On success sets the HttpOnly session cookie and redirects to `next` when the URL parser resolves it, against the public base URL, to a path on this service; otherwise (another origin, `//host`, `/\\host`, control characters, a scheme) to `/api/auth/session`.',
+      'What a sign-in link opens. Signs nobody in: for a usable token it answers an HTML page naming the account, whose button POSTs the token ' +
+      '(and `next`, when the URL parser resolves it, against the public base URL, to a path on this service) to this URL; a page that merely ' +
+      'opens the link in a browser (login CSRF) or a mail scanner\'s preview changes nothing. The page has no script and is served under the ' +
+      'console\'s Content-Security-Policy (no framing). An unknown, used or expired token is 401, a deactivated user 403, as on the POST.',
     tags: ['Identity'],
     auth: { public: true },
-    querystring: z.object({ token: z.string().min(1).max(TOKEN_MAX), next: z.string().max(URL_MAX).optional() }),
-    responses: { 302: { description: 'Signed in; redirect' }, 401: { description: 'Invalid, expired or used token' } },
+    querystring: signInForm,
+    responses: {
+      200: { description: 'The confirmation page', schema: z.string(), contentType: 'text/html' },
+      401: { description: 'Invalid, expired or used token' },
+      403: { description: 'User deactivated' },
+    },
     handler: async ({ query, reply }) => {
-      const session = await redeemSignInToken(ctx, { token: query.token });
+      const { email } = await inspectSignInToken(ctx, { token: query.token });
+      const page = signInConfirmationPage({ email, token: query.token, next: returnPath(query.next), action: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}` });
+      return reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', CONSOLE_CSP)
+        .header('x-content-type-options', 'nosniff')
+        // The page's URL holds the token: never cached, and sent as Referer only to this origin (the form's Origin header stays).
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'same-origin')
+        .send(page);
+    },
+  });
+
+  defineRoute(fastify, ctx, {
+    method: 'POST',
+    url: SIGNIN_PATH,
+    summary: 'Exchange a one-time sign-in token for a session cookie',
+    description:
+      'The confirmation page\'s form (application/x-www-form-urlencoded; JSON is accepted too), from this service\'s own origin only (`Origin`, ' +
+      'else `Referer`; 403 CSRF_REJECTED otherwise), with the token in the body. Single use and short-lived. On success sets the HttpOnly session cookie ' +
+      'and redirects (303) to `next` when the URL parser resolves it, against the public base URL, to a path on this service; otherwise ' +
+      '(another origin, `//host`, `/\\host`, control characters, a scheme) to `/api/auth/session`.',
+    tags: ['Identity'],
+    auth: { public: true },
+    body: signInForm,
+    responses: {
+      303: { description: 'Signed in; redirect' },
+      401: { description: 'Invalid, expired or used token' },
+      403: { description: 'Not from this origin (CSRF_REJECTED), or user deactivated' },
+    },
+    handler: async ({ body, request, reply }) => {
+      assertSameOrigin(ctx, request);
+      const session = await redeemSignInToken(ctx, { token: body.token });
       reply.setCookie(SESSION_COOKIE, session.sessionSecret, {
         httpOnly: true,
         sameSite: 'lax',
@@ -41,9 +88,7 @@ export async function identityRoutes(fastify: FastifyInstance, { ctx }: { ctx: A
         path: '/',
         expires: new Date(session.expiresAt),
       });
-      // Resolved as a browser would resolve it, so '/\\evil.example' or '//evil.example' is no open redirect.
-      const next = query.next === undefined ? null : normaliseReturnTo(query.next, { PUBLIC_BASE_URL: ctx.config.PUBLIC_BASE_URL, RETURN_TO_ALLOWED_ORIGINS: '' });
-      return reply.redirect(next ?? '/api/auth/session', 302);
+      return reply.redirect(returnPath(body.next) ?? '/api/auth/session', 303);
     },
   });
 

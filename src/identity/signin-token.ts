@@ -10,7 +10,8 @@ export type SignInTokenCommand =
 
 export type SignInTokenState = { status: 'absent' } | { status: 'issued' | 'redeemed'; tokenId: string; userId: string; expiresAt: string };
 
-const INVALID = () => new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
+/** One answer for every unusable token: a caller learns nothing about which tokens exist. */
+export const invalidSignInToken = () => new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
 
 export const signInTokenDecider: Decider<SignInTokenCommand, SignInTokenEvent, SignInTokenState> = {
   initialState: () => ({ status: 'absent' }),
@@ -24,8 +25,7 @@ export const signInTokenDecider: Decider<SignInTokenCommand, SignInTokenEvent, S
       const { type: _type, ...data } = command;
       return [{ type: 'SignInTokenIssued', data }];
     }
-    // One answer for every failure: a caller learns nothing about which tokens exist.
-    if (state.status !== 'issued' || Date.parse(command.now) >= Date.parse(state.expiresAt)) throw INVALID();
+    if (state.status !== 'issued' || Date.parse(command.now) >= Date.parse(state.expiresAt)) throw invalidSignInToken();
     return [{ type: 'SignInTokenRedeemed', data: { tokenId: state.tokenId, userId: state.userId, sessionId: command.sessionId } }];
   },
 };

@@ -29,10 +29,13 @@ async function runWebhookCommand(ctx: AppContext, context: CommandContext, webho
   return result;
 }
 
-/** 400 for a URL that is not https or whose host is not public (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+/**
+ * 400 for a URL that is not https or whose host is not public (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS);
+ * the latter says only TARGET_NOT_ALLOWED, whatever the host resolved to.
+ */
 async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
   try {
-    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS });
+    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS, logger: ctx.logger });
     return url;
   } catch (error) {
     if (error instanceof UnsafeTargetError) throw new DomainError(400, 'INVALID_WEBHOOK_URL', error.message);

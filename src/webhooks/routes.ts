@@ -23,7 +23,10 @@ import { DEFAULT_MAX_FAILURES } from './subscription.ts';
 const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
 const tags = ['Webhooks'];
 
-const url = z.string().trim().min(1).max(URL_MAX).meta({ description: 'https only; the host must resolve to public addresses.' });
+const url = z.string().trim().min(1).max(URL_MAX).meta({
+  description: 'https only; the host must resolve, within WEBHOOK_DNS_TIMEOUT_MS, to public addresses only. Otherwise 400 INVALID_WEBHOOK_URL "target not allowed", ' +
+    'the same answer for a private address (literal or resolved), a name that does not resolve and a resolution that timed out.',
+});
 const events = z
   .array(z.string().max(CODE_MAX))
   .min(1)

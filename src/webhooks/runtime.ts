@@ -29,6 +29,7 @@ export function createWebhookRuntime(ctx: AppContext, options: { ca?: string | s
   const dispatcher = createSafeDispatcher({
     allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS,
+    logger: ctx.logger,
     ...(options.ca === undefined ? {} : { ca: options.ca }),
   });
   const inFlight = new Set<Promise<unknown>>();

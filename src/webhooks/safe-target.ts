@@ -7,14 +7,29 @@
 //   never reaches a private address.
 // WEBHOOK_ALLOW_PRIVATE_NETWORKS (allowPrivateNetworks) lifts the address check for development and
 // tests; nothing lifts the https rule.
+// Every refusal that depends on what a name resolves to says the same TARGET_NOT_ALLOWED: a tenant
+// must not learn through us whether an internal name exists or which private address it has. The
+// reason (the address and its class, or the resolver's error) goes to the debug log only.
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { Logger } from 'pino';
 import { Agent, buildConnector } from 'undici';
+
+/** The one answer for a host that resolves to a non-public address, does not resolve, or not in time. */
+export const TARGET_NOT_ALLOWED = 'target not allowed: the host must resolve, in time, to public addresses only';
 
 export class UnsafeTargetError extends Error {
   override name = 'UnsafeTargetError';
+
+  /** Why, for the server's debug log only; the message is what the caller is told. */
+  readonly reason: string;
+
+  constructor(message: string, reason: string = message) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 export type SafeTargetOptions = {
@@ -24,6 +39,8 @@ export type SafeTargetOptions = {
   dnsTimeoutMs?: number;
   /** Resolves a host name to all its addresses; the system resolver (getaddrinfo) unless a test injects one. */
   resolveHost?: HostResolver;
+  /** Where refusals' reasons go, at debug level (host and address only: the URL's path may carry anything). */
+  logger?: Pick<Logger, 'debug'>;
 };
 
 export type HostResolver = (hostname: string, family: number) => Promise<LookupAddress[]>;
@@ -73,11 +90,25 @@ export function refusedAddressClass(address: string): string | null {
   return null;
 }
 
-function assertPublicAddress(host: string, address: string): void {
-  const refused = refusedAddressClass(address);
-  if (refused === null) return;
-  const subject = host === address ? `${address} is` : `${host} resolves to ${address}, which is`;
-  throw new UnsafeTargetError(`webhook target refused: ${subject} ${refused}; only public addresses may receive webhooks`);
+/** TARGET_NOT_ALLOWED, its reason logged. */
+function notAllowed(options: SafeTargetOptions, host: string, reason: string): UnsafeTargetError {
+  options.logger?.debug({ host, reason }, 'webhook or metadata target refused');
+  return new UnsafeTargetError(TARGET_NOT_ALLOWED, reason);
+}
+
+/** Refuses unless every address is public (and there is one). */
+function assertPublicAddresses(options: SafeTargetOptions, host: string, addresses: readonly string[]): void {
+  if (addresses.length === 0) throw notAllowed(options, host, `${host} has no address`);
+  for (const address of addresses) {
+    const refused = refusedAddressClass(address);
+    if (refused !== null) throw notAllowed(options, host, `${host === address ? address : `${host} resolves to ${address}, which`} is ${refused}`);
+  }
+}
+
+/** A resolver error (or DnsTimeoutError) as the refusal; with allowPrivateNetworks it stays itself, as nothing is hidden then. */
+function unresolved(options: SafeTargetOptions, host: string, error: unknown): unknown {
+  if (options.allowPrivateNetworks) return error;
+  return notAllowed(options, host, error instanceof DnsTimeoutError ? error.message : `${host} could not be resolved (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
 }
 
 /** URL hostnames carry IPv6 literals in brackets; DNS and net want them bare. */
@@ -107,32 +138,31 @@ export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptio
 
   const host = bareHost(parsed.hostname);
   if (isIP(host) !== 0) {
-    assertPublicAddress(host, host);
+    assertPublicAddresses(options, host, [host]);
     return parsed;
   }
   let addresses: LookupAddress[];
   try {
     addresses = await resolveWithin(options, host);
   } catch (error) {
-    if (error instanceof DnsTimeoutError) throw new UnsafeTargetError(`webhook target refused: ${error.message}`);
-    throw new UnsafeTargetError(`webhook target refused: ${host} could not be resolved`);
+    throw unresolved(options, host, error);
   }
-  for (const { address } of addresses) assertPublicAddress(host, address);
+  assertPublicAddresses(options, host, addresses.map(({ address }) => address));
   return parsed;
 }
 
 /**
  * A drop-in for dns.lookup used by the TLS socket: resolves all addresses within the DNS timeout and,
- * unless private networks are allowed, refuses the connection if any is not public, handing the
- * socket only checked addresses. Refusing on any bad address (not just skipping it) keeps the rule
- * the same as assertSafeWebhookUrl's.
+ * unless private networks are allowed, refuses the connection if any is not public (or none came, or
+ * not in time), handing the socket only checked addresses. Refusing on any bad address (not just
+ * skipping it) keeps the rule, and the answer, the same as assertSafeWebhookUrl's.
  */
 function checkedLookup(options: SafeTargetOptions): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     resolveWithin(options, hostname, Number(lookupOptions.family ?? 0) || 0).then(
       (addresses) => {
         try {
-          if (!options.allowPrivateNetworks) for (const { address } of addresses) assertPublicAddress(hostname, address);
+          if (!options.allowPrivateNetworks) assertPublicAddresses(options, hostname, addresses.map(({ address }) => address));
         } catch (refusal) {
           return callback(refusal as UnsafeTargetError, '');
         }
@@ -141,7 +171,7 @@ function checkedLookup(options: SafeTargetOptions): LookupFunction {
         if (first === undefined) return callback(new UnsafeTargetError(`webhook target refused: ${hostname} has no address`), '');
         callback(null, first.address, first.family);
       },
-      (error: NodeJS.ErrnoException) => callback(error, ''),
+      (error: NodeJS.ErrnoException) => callback(unresolved(options, hostname, error) as NodeJS.ErrnoException, ''),
     );
   };
 }
@@ -175,7 +205,7 @@ export function createSafeDispatcher(options: SafeDispatcherOptions): Agent {
       const host = bareHost(connectOptions.hostname);
       if (!options.allowPrivateNetworks && isIP(host) !== 0) {
         try {
-          assertPublicAddress(host, host);
+          assertPublicAddresses(options, host, [host]);
         } catch (refusal) {
           return callback(refusal as UnsafeTargetError, null);
         }

@@ -81,9 +81,17 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await checkPage('sign-in');
   });
 
-  it('signs in with a one-time link and shows the user and employer', async () => {
+  it('signs in with a one-time link, confirmed on its page with the keyboard, and shows the user and employer', async () => {
     const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: employerId, actor: { type: 'system', id: 'test' } }, { userId: adminUserId, via: 'cli' });
     await page.goto(`${signInUrl}&next=${encodeURIComponent('/')}`);
+    // Opening the link signs nobody in: its page names the account and waits for the button.
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    expect(await page.getByRole('button', { name: `Sign in as ${adminEmail}` }).isVisible()).toBe(true);
+    expect(await context.cookies()).toEqual([]);
+    await checkPage('sign-in-link');
+    // The button has the focus: Enter posts the form.
+    expect(await page.evaluate<string | undefined>("document.activeElement?.textContent ?? undefined")).toBe(`Sign in as ${adminEmail}`);
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
     expect(await page.getByTestId('user').textContent()).toBe(adminEmail);
     expect(await page.locator('header').textContent()).toContain(employerId);

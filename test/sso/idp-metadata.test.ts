@@ -3,6 +3,7 @@ import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { fetchIdpMetadata, parseIdpMetadata } from '../../src/sso/idp-metadata.ts';
+import { TARGET_NOT_ALLOWED } from '../../src/webhooks/safe-target.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 
 const ISSUER = 'https://sts.example.test/tenant-1/';
@@ -76,15 +77,21 @@ describe('fetchIdpMetadata', () => {
   });
 
   it.each([
-    ['a loopback address', () => `${receiver.url}/metadata`, /loopback/],
-    ['a private address', () => 'https://10.1.2.3/metadata', /private/],
-    ['the cloud metadata address', () => 'https://169.254.169.254/latest/meta-data', /linkLocal/],
+    ['a loopback address', () => `${receiver.url}/metadata`, /not allowed/],
+    ['a private address', () => 'https://10.1.2.3/metadata', /not allowed/],
+    ['the cloud metadata address', () => 'https://169.254.169.254/latest/meta-data', /not allowed/],
     ['plain http', () => 'http://idp.example.test/metadata', /https/],
   ])('refuses %s without sending a request (SSRF)', async (_name, url, message) => {
     const before = receiver.requests.length;
     const error = await fetchIdpMetadata(url(), { allowPrivateNetworks: false, ca: receiver.ca }).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: expect.stringMatching(message) });
     expect(receiver.requests.length).toBe(before);
+  });
+
+  it('answers a name resolving to a private address, a name that does not resolve and a literal private IP with the same text', async () => {
+    const urls = ['https://localhost/metadata', 'https://no-such-host.invalid/metadata', 'https://10.0.0.1/metadata'];
+    const errors = await Promise.all(urls.map((url) => fetchIdpMetadata(url, { allowPrivateNetworks: false }).catch((thrown: unknown) => thrown)));
+    for (const error of errors) expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: `samlMetadataUrl: ${TARGET_NOT_ALLOWED}` });
   });
 
   it('refuses a host whose certificate it does not trust', async () => {

@@ -63,7 +63,7 @@ describe('a SAML login end to end', () => {
     expect(callback.location).toMatch(new RegExp(`^${service.url}/api/auth/signin\\?token=`));
 
     const signIn = await followSignIn(callback.location!);
-    expect(signIn.status).toBe(302);
+    expect(signIn.status).toBe(303);
     expect(signIn.cookie).not.toBeNull();
     const session = await sessionOf(signIn.cookie!);
     expect(session.status).toBe(200);
@@ -227,7 +227,7 @@ describe('returnTo', () => {
     const callback = await postCallback(service, tenant.employerId, idp.craftResponse({ requestId: requestId!, ...spUrls(service, tenant.employerId), email: 'path@acme.test' }));
     expect(callback.status).toBe(302);
     const signIn = await followSignIn(callback.location!);
-    expect(signIn.status).toBe(302);
+    expect(signIn.status).toBe(303);
     expect(signIn.next).toBe('/benefits/claims?tab=open');
     expect(signIn.cookie).not.toBeNull();
   });

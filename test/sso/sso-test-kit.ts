@@ -67,9 +67,5 @@ export async function postCallback(service: Pick<TestService, 'url'>, employerId
   return { status: response.status, location: response.headers.get('location'), body };
 }
 
-/** Follows a sign-in link as a browser would and returns the session cookie it set. */
-export async function followSignIn(location: string): Promise<{ status: number; cookie: string | null; next: string | null }> {
-  const response = await fetch(location, { redirect: 'manual' });
-  const cookie = response.headers.getSetCookie().find((header) => header.startsWith('ei_session='))?.split(';')[0] ?? null;
-  return { status: response.status, cookie, next: response.headers.get('location') };
-}
+/** Follows a sign-in link as a browser would (confirmation page, then its form) and returns the session cookie it set. */
+export { followSignInLink as followSignIn } from '../support/sign-in.ts';

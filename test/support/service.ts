@@ -1,5 +1,5 @@
 // Starts the whole service (HTTP API, projections, worker) on a fresh test database, and signs users in
-// through the real sign-in link exchange.
+// through the real sign-in link (its confirmation page, then the form's POST).
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import type { Projection } from '../../src/event-store/projection.ts';
 import type { DestinationStream } from 'pino';
 import { createTestDatabaseUri } from './database.ts';
 import { freePort } from './ports.ts';
+import { sessionCookieOf } from './sign-in.ts';
 
 export type TestService = Service & {
   url: string;
@@ -55,11 +56,7 @@ export async function startTestService(options: {
 
   const signIn = async (employerId: string, userId: string) => {
     const { signInUrl } = await issueSignInToken(service.ctx, { tenantId: employerId, actor: { type: 'system', id: 'test' } }, { userId, via: 'cli' });
-    const response = await fetch(signInUrl, { redirect: 'manual' });
-    if (response.status !== 302) throw new Error(`sign-in failed: ${response.status} ${await response.text()}`);
-    const cookie = response.headers.getSetCookie().find((header) => header.startsWith('ei_session='));
-    if (!cookie) throw new Error('sign-in set no session cookie');
-    return cookie.split(';')[0]!;
+    return sessionCookieOf(signInUrl);
   };
 
   return {

@@ -2,7 +2,7 @@
 // 127.0.0.1; the dispatcher tests use loopback targets that a test receiver actually listens on.
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertSafeWebhookUrl, createSafeDispatcher, refusedAddressClass, UnsafeTargetError } from '../../src/webhooks/safe-target.ts';
+import { assertSafeWebhookUrl, createSafeDispatcher, refusedAddressClass, TARGET_NOT_ALLOWED, UnsafeTargetError, type HostResolver } from '../../src/webhooks/safe-target.ts';
 import { sendWebhookAttempt } from '../../src/webhooks/send.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 
@@ -58,10 +58,40 @@ describe('assertSafeWebhookUrl', () => {
     ['https://2130706433/hook', 'loopback'],
     ['https://0x7f.1/hook', 'loopback'],
     ['https://localhost:8443/hook', 'localhost resolves to'],
-  ])('refuses %s (%s)', async (url, expected) => {
-    const refusal = assertSafeWebhookUrl(url, checked);
-    await expect(refusal).rejects.toBeInstanceOf(UnsafeTargetError);
-    await expect(refusal).rejects.toThrow(expected);
+  ])('refuses %s as not allowed (reason for the log: %s)', async (url, reason) => {
+    const refusal = await assertSafeWebhookUrl(url, checked).catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(UnsafeTargetError);
+    expect(refusal).toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining(reason) });
+  });
+
+  it('gives a name resolving to 10.0.0.1, a name that does not resolve and a literal private IP the same refusal text', async () => {
+    const resolver: HostResolver = async (hostname) => {
+      if (hostname === 'internal.example.test') return [{ address: '10.0.0.1', family: 4 }];
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    };
+    const logged: unknown[] = [];
+    const options = { allowPrivateNetworks: false, resolveHost: resolver, logger: { debug: (entry: unknown) => void logged.push(entry) } };
+    const urls = ['https://internal.example.test/hook', 'https://missing.example.test/hook', 'https://10.0.0.1/hook'];
+    const refusals: Array<string | null> = [];
+    for (const url of urls) refusals.push(await assertSafeWebhookUrl(url, options).then(() => null, (error: Error) => error.message));
+    expect(refusals).toEqual([TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED]);
+    expect(TARGET_NOT_ALLOWED).toContain('not allowed');
+    expect(TARGET_NOT_ALLOWED).not.toMatch(/10\.0\.0\.1|private|could not/);
+    // The reasons reach the server's debug log, host and address only (no path).
+    expect(logged).toEqual([
+      { host: 'internal.example.test', reason: 'internal.example.test resolves to 10.0.0.1, which is a private address' },
+      { host: 'missing.example.test', reason: 'missing.example.test could not be resolved (ENOTFOUND)' },
+      { host: '10.0.0.1', reason: '10.0.0.1 is a private address' },
+    ]);
+
+    // Deliveries (what the tenant reads in the delivery log) get the same text from the dispatcher.
+    const dispatcher = createSafeDispatcher(options);
+    try {
+      const errors = await Promise.all(urls.map(async (url) => (await sendWebhookAttempt({ url, body: '{}', headers: { 'content-type': 'application/json' }, dispatcher })).error));
+      expect(errors).toEqual([TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED]);
+    } finally {
+      await dispatcher.close();
+    }
   });
 
   it('accepts a public https address', async () => {
@@ -81,7 +111,7 @@ describe('assertSafeWebhookUrl', () => {
     const withCredentials = assertSafeWebhookUrl('https://user:hunter2@93.184.215.14/hook', unchecked);
     await expect(withCredentials).rejects.toThrow('must not contain credentials');
     await expect(withCredentials).rejects.not.toThrow('hunter2');
-    await expect(assertSafeWebhookUrl('https://no-such-host.invalid/hook', checked)).rejects.toThrow('could not be resolved');
+    await expect(assertSafeWebhookUrl('https://no-such-host.invalid/hook', checked)).rejects.toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining('could not be resolved') });
   });
 
   it('lets allowPrivateNetworks accept private and loopback targets', async () => {
@@ -113,16 +143,15 @@ describe('createSafeDispatcher', () => {
     });
 
   it.each([
-    ['https://127.0.0.1:PORT/hook', '127.0.0.1 is a loopback address'],
-    ['https://[::ffff:127.0.0.1]:PORT/hook', '::ffff:7f00:1 is a loopback address'],
-    ['https://[::1]:PORT/hook', '::1 is a loopback address'],
+    'https://127.0.0.1:PORT/hook',
+    'https://[::ffff:127.0.0.1]:PORT/hook',
+    'https://[::1]:PORT/hook',
     // A host name goes through the dispatcher's own lookup, which checks what it connects to.
-    ['https://localhost:PORT/hook', 'localhost resolves to'],
-  ])('refuses %s at connect time, before any connection', async (url, expected) => {
+    'https://localhost:PORT/hook',
+  ])('refuses %s at connect time, before any connection', async (url) => {
     const before = receiver.connectionCount();
     const result = await attempt(url.replace('PORT', port()), false);
-    expect(result).toMatchObject({ ok: false, statusCode: null });
-    expect(result.error).toContain(expected);
+    expect(result).toMatchObject({ ok: false, statusCode: null, error: TARGET_NOT_ALLOWED });
     expect(receiver.connectionCount()).toBe(before);
   });
 
