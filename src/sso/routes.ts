@@ -40,8 +40,7 @@ const pendingTrustChangeResponse = z
       })
       .partial()
       .meta({ description: 'The values it would put in effect; settings it leaves as they are are absent.' }),
-  })
-  .meta({ id: 'PendingSamlTrustChange' });
+  });
 
 const ssoConfigurationResponse = z
   .object({
