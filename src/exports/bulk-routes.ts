@@ -97,9 +97,10 @@ export function bulkDataRoutes(): RoutePlugin {
           ...(method === 'POST' ? { body: parametersBody } : {}),
           responses: { 202: { description: 'Accepted; poll Content-Location' } },
           handler: async ({ params, query, body, principal, request, reply }) => {
-            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
+            // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
             if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError(404, `No cohort ${group}.`);
+            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             const busy = await ctx.db.slonik.transaction(async (tx) => {
