@@ -5,6 +5,7 @@
 // administrator confirms it in a session does it take effect. Every trust change is audited and
 // e-mailed (read back from a real SMTP server). And the SCIM token such a key may obtain cannot
 // re-address the administrator for a sign-in at the employer's own IdP.
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
@@ -150,6 +151,20 @@ describe('SAML trust changed with an sso:manage key (the reproduced attack)', ()
     expect(proposedMail.text).toContain(attackerIdp.entryPoint);
     expect(proposedMail.text).toContain((pending.changes.samlCertificates as Array<{ fingerprintSha256: string }>)[0]!.fingerprintSha256);
     expect(proposedMail.text).toContain('not in effect');
+  });
+
+  it('keeps SAML off when the key turns it on at its own IdP: no login starts and its assertion for the administrator is refused', async () => {
+    const tenant = await adminTenant();
+    const key = await createApiKey(service, tenant, { scopes: ['sso:manage'] });
+    const proposal = await postSsoWithKey(key.rawKey, attackerTrust());
+    expect(proposal.status).toBe(202);
+    expect(proposal.body).toMatchObject({ samlEnabled: false, samlIssuer: null, pendingTrustChange: { changes: { samlEnabled: true, samlIssuer: attackerIdp.issuer } } });
+    const start = await startLogin(service, tenant.employerId);
+    expect(start.response.status).toBe(400);
+    const forged = attackerIdp.craftResponse({ requestId: `_${randomUUID()}`, ...spUrls(service, tenant.employerId), email: tenant.adminEmail });
+    const refused = await postCallback(service, tenant.employerId, forged);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'SAML_NOT_ENABLED' });
   });
 
   it('cannot be confirmed by the id of a proposal a later one replaced; a key or an administrator discards it, changing nothing in effect', async () => {
