@@ -1,7 +1,9 @@
-// Read model `sso_configurations`: each employer's SSO settings and the hash of its current SCIM token,
-// read by GET /api/employer/sso, the SAML routes and SCIM authentication.
+// Read model `sso_configurations`: each employer's SSO settings in effect, the hash of its current SCIM
+// token and the pending SAML trust change, read by GET /api/employer/sso, the SAML routes and SCIM
+// authentication.
 import { sql } from 'slonik';
-import type { SsoConfigurationEvent, SsoSettings } from '../../src/sso/events.ts';
+import { SSO_CONFIGURATION_EVENT_TYPES, type SsoConfigurationEvent, type SsoSettings } from '../../src/sso/events.ts';
+import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { defineProjection } from '../../src/event-store/projection.ts';
 
 /** Every SSO configuration change clears the SCIM token caches of all processes (src/sso/scim-token.ts). */
@@ -23,15 +25,36 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
 export const ssoProjection = defineProjection<SsoConfigurationEvent>({
   name: 'sso',
   tables: ['sso_configurations'],
-  eventTypes: ['SsoConfigurationUpdated'],
+  eventTypes: SSO_CONFIGURATION_EVENT_TYPES,
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const event of events) {
-      const { employerId, changes, issuedScimToken, revokedScimTokenId } = event.data;
+      const { employerId } = event.data;
       const at = event.metadata.occurredAt;
-      const assignments = (Object.entries(changes) as Array<[keyof SsoSettings, SsoSettings[keyof SsoSettings]]>).map(([key, value]) =>
-        sql.fragment`${sql.identifier([SSO_SETTING_COLUMNS[key]])} = ${Array.isArray(value) ? sql.jsonb(value) : value}`,
-      );
+      await tx.query(sql.unsafe`INSERT INTO sso_configurations (employer_id, updated_at) VALUES (${employerId}, ${at}) ON CONFLICT DO NOTHING`);
+      await tx.query(sql.unsafe`
+        UPDATE sso_configurations SET ${sql.join(assignmentsOf(event), sql.fragment`, `)}
+        WHERE employer_id = ${employerId}`);
+    }
+    // Every process drops its cached SCIM token lookups (src/sso/scim-token.ts). Sent before the
+    // checkpoint's own notification, so a command that waited for this projection finds them dropped.
+    await tx.query(sql.unsafe`SELECT pg_notify(${SCIM_TOKENS_CHANGED_CHANNEL}, '')`);
+  },
+});
+
+function settingAssignments(changes: Partial<SsoSettings>) {
+  return (Object.entries(changes) as Array<[keyof SsoSettings, SsoSettings[keyof SsoSettings]]>).map(([key, value]) =>
+    sql.fragment`${sql.identifier([SSO_SETTING_COLUMNS[key]])} = ${Array.isArray(value) ? sql.jsonb(value) : value}`,
+  );
+}
+
+/** The columns an event sets: settings in effect (and updated_at) for changes, the pending change for proposals. */
+function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
+  const at = event.metadata.occurredAt;
+  switch (event.type) {
+    case 'SsoConfigurationUpdated': {
+      const { changes, issuedScimToken, revokedScimTokenId } = event.data;
+      const assignments = settingAssignments(changes);
       if (issuedScimToken) {
         assignments.push(
           sql.fragment`scim_token_id = ${issuedScimToken.tokenId}`,
@@ -41,13 +64,15 @@ export const ssoProjection = defineProjection<SsoConfigurationEvent>({
       } else if (revokedScimTokenId) {
         assignments.push(sql.fragment`scim_token_id = NULL`, sql.fragment`scim_token_hash = NULL`, sql.fragment`scim_token_rotated_at = NULL`);
       }
-      await tx.query(sql.unsafe`INSERT INTO sso_configurations (employer_id, updated_at) VALUES (${employerId}, ${at}) ON CONFLICT DO NOTHING`);
-      await tx.query(sql.unsafe`
-        UPDATE sso_configurations SET ${sql.join([...assignments, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
-        WHERE employer_id = ${employerId}`);
+      return [...assignments, sql.fragment`updated_at = ${at}`];
     }
-    // Every process drops its cached SCIM token lookups (src/sso/scim-token.ts). Sent before the
-    // checkpoint's own notification, so a command that waited for this projection finds them dropped.
-    await tx.query(sql.unsafe`SELECT pg_notify(${SCIM_TOKENS_CHANGED_CHANNEL}, '')`);
-  },
-});
+    case 'SsoTrustChangeProposed': {
+      const pending = { changeId: event.data.changeId, changes: event.data.changes, proposedAt: at, proposedBy: event.metadata.actor };
+      return [sql.fragment`pending_trust_change = ${sql.jsonb(pending)}`];
+    }
+    case 'SsoTrustChangeConfirmed':
+      return [...settingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
+    case 'SsoTrustChangeDiscarded':
+      return [sql.fragment`pending_trust_change = NULL`];
+  }
+}

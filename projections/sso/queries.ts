@@ -2,13 +2,23 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { notFound } from '../../src/http/errors.ts';
-import { DEFAULT_SSO_SETTINGS, type SsoSettings } from '../../src/sso/events.ts';
+import { DEFAULT_SSO_SETTINGS, samlTrustChangesSchema, type SsoSettings } from '../../src/sso/events.ts';
+
+const pendingTrustChange = z.object({
+  changeId: z.string(),
+  changes: samlTrustChangesSchema,
+  proposedAt: z.string(),
+  proposedBy: z.object({ type: z.string(), id: z.string() }),
+});
+export type PendingTrustChangeView = z.infer<typeof pendingTrustChange>;
 
 export type SsoConfigurationView = {
   settings: SsoSettings;
   scimTokenExists: boolean;
   scimTokenRotatedAt: string | null;
   updatedAt: string | null;
+  /** A SAML trust change an API key proposed, not in effect until an administrator confirms it. */
+  pendingTrustChange: PendingTrustChangeView | null;
 };
 
 const configurationRow = z.object({
@@ -25,6 +35,7 @@ const configurationRow = z.object({
   scim_token_exists: z.boolean(),
   scim_token_rotated_at: z.string().nullable(),
   updated_at: z.string(),
+  pending_trust_change: pendingTrustChange.nullable(),
 });
 
 /** The employer's SSO configuration (defaults when never saved); 404 when the employer does not exist. */
@@ -32,11 +43,11 @@ export async function getSsoConfiguration(pool: DatabasePool, employerId: string
   const row = await pool.maybeOne(sql.type(configurationRow)`
     SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
            c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.scim_enabled,
-           c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at
+           c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at, c.pending_trust_change
     FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
   if (!row) {
     if (!(await employerExists(pool, employerId))) throw notFound(`Employer ${employerId}`);
-    return { settings: DEFAULT_SSO_SETTINGS, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null };
+    return { settings: DEFAULT_SSO_SETTINGS, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null, pendingTrustChange: null };
   }
   return {
     settings: {
@@ -54,6 +65,7 @@ export async function getSsoConfiguration(pool: DatabasePool, employerId: string
     scimTokenExists: row.scim_token_exists,
     scimTokenRotatedAt: row.scim_token_rotated_at,
     updatedAt: row.updated_at,
+    pendingTrustChange: row.pending_trust_change,
   };
 }
 

@@ -44,12 +44,20 @@ export type PlatformPrincipal = { kind: 'platformToken'; tokenId: string; famili
 /**
  * How a route is protected. `public` routes authenticate themselves (SCIM, SAML) or need nothing.
  * `platformFamily` routes are the internal platform API: a platform service token holding that family,
- * and nothing else (employer routes, in turn, never accept platform tokens).
+ * and nothing else (employer routes, in turn, never accept platform tokens). Otherwise `modes` says
+ * which credentials are read, `scope` what an API key must hold (and a session's role must grant), and
+ * `role` the one role a session must have (API keys are checked by scope alone).
  */
 export type RouteAuth =
   | { public: true }
   | { platformFamily: string }
-  | { modes: readonly AuthMode[]; scope?: Scope; role?: Role };
+  | EmployerRouteAuth;
+export type EmployerRouteAuth = { modes: readonly AuthMode[]; scope?: Scope; role?: Role };
+
+/** The session roles that may call a route: its role, if it names one, and those whose scopes hold its scope. */
+export function sessionRolesOf(auth: EmployerRouteAuth): Role[] {
+  return ROLES.filter((role) => (auth.role === undefined || role === auth.role) && (auth.scope === undefined || ROLE_SCOPES[role].includes(auth.scope)));
+}
 
 export function actorOf(principal: Principal): Actor {
   return principal.kind === 'session' ? { type: 'user', id: principal.userId } : { type: 'apiKey', id: principal.keyId };

@@ -4,6 +4,11 @@
 // NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. Every patient resource type is in
 // the Patient compartment, so the system and patient kick-offs export the same resources; a group's
 // are those of the cohort's patients.
+//
+// Bulk Data is population-level access: API keys with fhir:read and administrators' sessions only.
+// A PATIENT session, whose FHIR reads are confined to its own compartment, is refused every one of
+// these routes (403 `forbidden`); it reads its records with FHIR search. So an export is seen, read
+// and cancelled only by callers who may start one.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
@@ -20,7 +25,11 @@ import { cancelExport, fileStream, getExport, insertExport } from './store.ts';
 import { queueExportJob } from './tasks.ts';
 
 const tags = ['FHIR Bulk Data'];
-const auth = { modes: ['apiKey', 'session'], scope: 'fhir:read' } as const;
+const auth = { modes: ['apiKey', 'session'], scope: 'fhir:read', role: 'EMPLOYER_ADMIN' } as const;
+/** Said in every Bulk Data route's description, since the spec is silent on it. */
+const WHO_MAY_CALL =
+  'Needs an API key with fhir:read or an EMPLOYER_ADMIN session; a PATIENT session is 403 (OperationOutcome `forbidden`): ' +
+  'Bulk Data is population-level, and a patient reads its own compartment with FHIR search. The same callers, and only they, see, download and cancel exports.';
 const NDJSON_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
 /** What a client is told to wait between polls. */
 const RETRY_AFTER_SECONDS = 2;
@@ -78,7 +87,8 @@ export function bulkDataRoutes(): RoutePlugin {
           description:
             `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. While an export of the employer is pending or running, another kick-off is 429 with Retry-After. ` +
             `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.` +
-            (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : ''),
+            (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : '') +
+            ` ${WHO_MAY_CALL}`,
           tags,
           auth,
           errorShape: fhirErrorShape,
@@ -87,9 +97,10 @@ export function bulkDataRoutes(): RoutePlugin {
           ...(method === 'POST' ? { body: parametersBody } : {}),
           responses: { 202: { description: 'Accepted; poll Content-Location' } },
           handler: async ({ params, query, body, principal, request, reply }) => {
-            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
+            // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
             if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError(404, `No cohort ${group}.`);
+            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             const busy = await ctx.db.slonik.transaction(async (tx) => {
@@ -115,7 +126,7 @@ export function bulkDataRoutes(): RoutePlugin {
       method: 'GET',
       url: `${FHIR_PATH}/bulk-export/:exportId`,
       summary: 'The status of a FHIR Bulk Data export; its manifest once completed',
-      description: '202 with X-Progress and Retry-After while it runs; 200 with the manifest and Expires when completed; 500 OperationOutcome if it failed; 404 once cancelled or for another employer; 410 once expired.',
+      description: `202 with X-Progress and Retry-After while it runs; 200 with the manifest and Expires when completed; 500 OperationOutcome if it failed; 404 once cancelled or for another employer; 410 once expired. ${WHO_MAY_CALL}`,
       tags,
       auth,
       errorShape: fhirErrorShape,
@@ -139,6 +150,7 @@ export function bulkDataRoutes(): RoutePlugin {
       method: 'DELETE',
       url: `${FHIR_PATH}/bulk-export/:exportId`,
       summary: 'Cancel a FHIR Bulk Data export and delete its files',
+      description: `404 for another employer's export. ${WHO_MAY_CALL}`,
       tags,
       auth,
       errorShape: fhirErrorShape,
@@ -154,6 +166,7 @@ export function bulkDataRoutes(): RoutePlugin {
       method: 'GET',
       url: `${FHIR_PATH}/bulk-export/:exportId/files/:fileName`,
       summary: 'One NDJSON file of a completed FHIR Bulk Data export',
+      description: `404 for another employer's export. ${WHO_MAY_CALL}`,
       tags,
       auth,
       errorShape: fhirErrorShape,

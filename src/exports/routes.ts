@@ -1,6 +1,8 @@
 // Employer export routes (SPEC 4.2): the roster as streamed JSON, and the asynchronous CSV export
 // (create, status, download). Every export id is looked up within the caller's employer: another
-// employer's id is a 404.
+// employer's id is a 404. An export is the employer's, not its starter's: its status and file need
+// export:read, which reads the same roster directly (GET /api/employer/export), so seeing a file gives
+// no caller more than its scope; a PATIENT session holds neither scope (403).
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -122,6 +124,7 @@ export function exportRoutes(): RoutePlugin {
       method: 'GET',
       url: `${CSV_EXPORTS_URL}/:exportId`,
       summary: 'The state of a CSV export',
+      description: "Any export of the employer, whoever started it, for an API key with export:read or an administrator's session; another employer's is 404.",
       tags,
       auth: readAuth,
       params: exportIdParams,
@@ -137,7 +140,8 @@ export function exportRoutes(): RoutePlugin {
       method: 'GET',
       url: `${CSV_EXPORTS_URL}/:exportId/download`,
       summary: 'Download a completed CSV export',
-      description: '`text/csv; charset=utf-8`, streamed. 409 EXPORT_NOT_READY until it is completed (or when it failed), 410 EXPORT_EXPIRED after its expiry.',
+      description: '`text/csv; charset=utf-8`, streamed. 409 EXPORT_NOT_READY until it is completed (or when it failed), 410 EXPORT_EXPIRED after its expiry. ' +
+        "Callers as for the export's state (export:read, which reads the same roster at GET /api/employer/export); another employer's is 404.",
       tags,
       auth: readAuth,
       params: exportIdParams,

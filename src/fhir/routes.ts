@@ -183,7 +183,7 @@ export function fhirRoutes(): RoutePlugin {
       method: 'POST',
       url: '/:resourceType',
       summary: 'Create a resource (the id is the server\'s); If-None-Exist makes it conditional',
-      description: 'If-None-Exist: a search query (e.g. `identifier=sys|123`): no match creates, one match answers 200 with it, several 412. ' +
+      description: 'If-None-Exist: a search query (e.g. `identifier=sys|123`): no match creates, one match answers 200 with it, several 412; since it answers with the match, it needs fhir:read too (403 otherwise). ' +
         'A Patient carries at most one e-mail, unique within the employer and outside the domains other employers have verified (409 duplicate, the same diagnostics for both). Clinical resources reference a Patient of the employer as subject. ' +
         'Prefer: return=minimal answers without a body.',
       auth: writeAuth,
@@ -195,6 +195,8 @@ export function fhirRoutes(): RoutePlugin {
         const resourceType = knownType(params.resourceType);
         const resource = acceptedResource(resourceType, body);
         const condition = headerOf(request, 'if-none-exist');
+        // The match is answered: without fhir:read, a key with fhir:write would read any resource by searching.
+        if (condition !== undefined && !principal.scopes.includes('fhir:read')) throw fhirError(403, 'If-None-Exist answers with the matching resource: it needs fhir:read as well as fhir:write.');
         if (condition !== undefined) {
           const matches = await runSearch(ctx.db.slonik, principal.employerId, {
             ...parseSearch(resourceType, Object.fromEntries(new URLSearchParams(condition.replace(/^.*\?/, '')).entries()), { employerId: principal.employerId, encryptionKey: ctx.encryptionKey }),

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import type { PlatformPrincipal, Principal, RouteAuth } from '../auth/principal.ts';
+import { sessionRolesOf, type PlatformPrincipal, type Principal, type RouteAuth } from '../auth/principal.ts';
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 import { DomainError } from '../event-store/decider.ts';
@@ -170,6 +170,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
       security,
+      ...authorizationExtensions(route.auth),
       request: {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
@@ -179,6 +180,21 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       responses,
     });
   }
+}
+
+/**
+ * The route's declared authorization as operation extensions of /api/openapi, beside `security` (which
+ * says how to authenticate): `x-required-scope` (an API key's scope, and a session's by its role),
+ * `x-roles` (the session roles that may call it) and `x-platform-family`. Clients read what a
+ * credential needs; test/security/authorization-matrix.test.ts derives every caller's answer from them.
+ */
+function authorizationExtensions(auth: RouteAuth): Record<`x-${string}`, unknown> {
+  if ('public' in auth) return {};
+  if ('platformFamily' in auth) return { 'x-platform-family': auth.platformFamily };
+  return {
+    ...(auth.scope ? { 'x-required-scope': auth.scope } : {}),
+    ...(auth.modes.includes('session') ? { 'x-roles': sessionRolesOf(auth) } : {}),
+  };
 }
 
 /**

@@ -56,9 +56,24 @@ export type IfMatch = ((revision: bigint) => boolean) | undefined;
 export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCaller, userId: string, ifMatch: IfMatch, change: (doc: ScimUserDoc) => ScimUserDoc): Promise<void> {
   await writeScimUser(ctx, writer, caller, userId, ifMatch, async (user) => {
     const doc = change(scimDocOf(user));
+    const profile = profileOf(doc);
+    if (user.role !== 'PATIENT') assertSameSignInIdentity(user, profile);
     if (doc.userName.toLowerCase() !== user.profile.userName.toLowerCase()) await assertUserNameFree(ctx, caller.employerId, doc.userName, userId);
-    return { profile: profileOf(doc), active: doc.active };
+    return { profile, active: doc.active };
   });
+}
+
+/**
+ * SCIM provisions PATIENT users only. It may deactivate or delete an administrator (offboarding, which
+ * revokes the keys the administrator created: SPEC 2.1, 4.6), but not re-address one: a SCIM token,
+ * which a key with sso:manage can obtain, would otherwise give an administrator the e-mail of an IdP
+ * account its holder signs in with, and that SAML sign-in would be the administrator's session.
+ */
+function assertSameSignInIdentity(user: ExistingUser, profile: UserProfile) {
+  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+  if (!same(profile.email, user.profile.email) || !same(profile.userName, user.profile.userName)) {
+    throw new ScimError(400, 'mutability', "An administrator's userName and sign-in e-mail are not managed through SCIM; SCIM may only deactivate or delete an administrator.");
+  }
 }
 
 /** DELETE /Users/{id}: deactivated, hidden from SCIM (404 from now on) and its e-mail freed, but kept. */

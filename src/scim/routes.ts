@@ -211,7 +211,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     route({
       method: 'PUT',
       url: '/Users/:userId',
-      summary: 'Replace a user (Okta); active false deactivates',
+      summary: "Replace a user (Okta); active false deactivates; an administrator's userName and sign-in e-mail never change through SCIM (400 mutability)",
       documentedBody: scimUserSchema,
       params: userParams,
       querystring: selectionQuery,
@@ -223,7 +223,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     route({
       method: 'PATCH',
       url: '/Users/:userId',
-      summary: "Patch a user in Okta's or Entra ID's dialect; active false deactivates",
+      summary: "Patch a user in Okta's or Entra ID's dialect; active false deactivates; an administrator's userName and sign-in e-mail never change through SCIM (400 mutability)",
       documentedBody: scimPatchRequestSchema,
       params: userParams,
       querystring: selectionQuery,

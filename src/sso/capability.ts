@@ -3,7 +3,9 @@ import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
 import { createScimTokenCache } from './scim-token.ts';
-import { ssoEvents } from './events.ts';
+import { SSO_CONFIGURATION_EVENT_TYPES, ssoEvents, type SsoSettings } from './events.ts';
+import { trustChangesOf } from './sso-configuration.ts';
+import { SSO_TRUST_MAIL_TASK, trustMailTask } from './trust-mail.ts';
 
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
@@ -23,6 +25,9 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
       ctx.shutdownHooks.push(async () => scimTokens.stop());
     },
     projections: [ssoProjection],
+    // Every change of SAML trust is e-mailed to the employer's administrators (the task skips other updates).
+    consumers: [{ name: 'sso-trust-mail', eventTypes: SSO_CONFIGURATION_EVENT_TYPES, task: SSO_TRUST_MAIL_TASK }],
+    tasks: (ctx) => ({ [SSO_TRUST_MAIL_TASK]: trustMailTask(ctx) }),
     auditMappers: {
       // Field names only: certificates and URLs stay in the event, token hashes never reach the audit log.
       SsoConfigurationUpdated: (event) => ({
@@ -31,9 +36,28 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
         targetId: String(event.data.employerId),
         details: {
           fields: Object.keys(event.data.changes as object).sort(),
+          trustFields: trustFieldsOf(event.data.changes),
           scimTokenIssued: event.data.issuedScimToken !== null,
           scimTokenRevoked: event.data.revokedScimTokenId !== null,
         },
+      }),
+      SsoTrustChangeProposed: (event) => ({
+        action: 'sso.trust_change.propose',
+        targetType: 'employer',
+        targetId: String(event.data.employerId),
+        details: { changeId: event.data.changeId, fields: trustFieldsOf(event.data.changes), replacedChangeId: event.data.replacedChangeId },
+      }),
+      SsoTrustChangeConfirmed: (event) => ({
+        action: 'sso.trust_change.confirm',
+        targetType: 'employer',
+        targetId: String(event.data.employerId),
+        details: { changeId: event.data.changeId, fields: trustFieldsOf(event.data.changes) },
+      }),
+      SsoTrustChangeDiscarded: (event) => ({
+        action: 'sso.trust_change.discard',
+        targetType: 'employer',
+        targetId: String(event.data.employerId),
+        details: { changeId: event.data.changeId },
       }),
       SamlLoginSucceeded: (event) => ({
         action: 'auth.saml.login',
@@ -52,3 +76,8 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
 }
 
 export const ssoCapability = createSsoCapability();
+
+/** The SAML trust settings among an event's changes (field names only). */
+function trustFieldsOf(changes: unknown): string[] {
+  return Object.keys(trustChangesOf(changes as Partial<SsoSettings>)).sort();
+}

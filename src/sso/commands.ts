@@ -1,5 +1,8 @@
 // Changing an employer's SSO configuration: metadata fetched and merged, the aggregate decides, and
-// a newly issued SCIM token is handed back to the caller (once; only its hash was recorded).
+// a newly issued SCIM token is handed back to the caller (once; only its hash was recorded). SAML
+// trust changes of a caller who may not make them directly wait as a pending change, which an
+// administrator confirms or anyone allowed to configure SSO discards (sso-configuration.ts).
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { fetchIdpMetadata, type MetadataFetchOptions } from './idp-metadata.ts';
@@ -25,14 +28,19 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
   return changes;
 }
 
+/**
+ * `trustChanges`: `apply` for an administrator's session, `propose` for an API key. Returns the SCIM
+ * token if this update issued one, and the id of the trust change it left pending, if any.
+ */
 export async function updateSsoConfiguration(
   ctx: AppContext,
   context: CommandContext,
-  input: { update: SsoConfigurationUpdate; metadataFetch: MetadataFetchOptions },
-): Promise<{ scimBearerToken: string | null }> {
+  input: { update: SsoConfigurationUpdate; metadataFetch: MetadataFetchOptions; trustChanges: 'apply' | 'propose' },
+): Promise<{ scimBearerToken: string | null; proposedTrustChangeId: string | null }> {
   const { update, metadataFetch } = input;
   const employerId = employerOf(context);
   const candidate = newScimToken();
+  const changeId = randomUUID();
   const { newEvents } = await handleCommand(ctx.commands, {
     streamName: ssoConfigurationStream(employerId),
     decider: ssoConfigurationDecider,
@@ -42,10 +50,34 @@ export async function updateSsoConfiguration(
       changes: await settingChanges(update, metadataFetch),
       rotateScimToken: update.rotateScimToken ?? false,
       candidateScimToken: { tokenId: candidate.tokenId, tokenHash: candidate.tokenHash },
+      trust: input.trustChanges === 'apply' ? { mode: 'apply' } : { mode: 'propose', changeId },
       now: new Date().toISOString(),
     },
     context,
   });
-  const issued = newEvents.some((event) => event.data.issuedScimToken?.tokenId === candidate.tokenId);
-  return { scimBearerToken: issued ? candidate.token : null };
+  const issued = newEvents.some((event) => event.type === 'SsoConfigurationUpdated' && event.data.issuedScimToken?.tokenId === candidate.tokenId);
+  const proposed = newEvents.some((event) => event.type === 'SsoTrustChangeProposed' && event.data.changeId === changeId);
+  return { scimBearerToken: issued ? candidate.token : null, proposedTrustChangeId: proposed ? changeId : null };
+}
+
+/** An administrator, in a session, puts the pending trust change `changeId` in effect (404 unless it is the pending one). */
+export async function confirmSsoTrustChange(ctx: AppContext, context: CommandContext, input: { changeId: string }): Promise<void> {
+  const employerId = employerOf(context);
+  await handleCommand(ctx.commands, {
+    streamName: ssoConfigurationStream(employerId),
+    decider: ssoConfigurationDecider,
+    command: { type: 'ConfirmSsoTrustChange', employerId, changeId: input.changeId },
+    context,
+  });
+}
+
+/** Drops the pending trust change `changeId` (404 unless it is the pending one); nothing in effect changes. */
+export async function discardSsoTrustChange(ctx: AppContext, context: CommandContext, input: { changeId: string }): Promise<void> {
+  const employerId = employerOf(context);
+  await handleCommand(ctx.commands, {
+    streamName: ssoConfigurationStream(employerId),
+    decider: ssoConfigurationDecider,
+    command: { type: 'DiscardSsoTrustChange', employerId, changeId: input.changeId },
+    context,
+  });
 }

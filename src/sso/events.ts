@@ -1,5 +1,7 @@
 // Events of the SSO configuration (src/sso/sso-configuration.ts) and of SAML login attempts
-// (src/sso/saml-login.ts). The sso read model (projections/sso/) applies the configuration's.
+// (src/sso/saml-login.ts). The sso read model (projections/sso/) applies the configuration's: settings
+// changed at once (SsoConfigurationUpdated), and SAML trust changes made with an API key, pending until
+// an administrator confirms them in a session (SsoTrustChangeProposed, ...Confirmed, ...Discarded).
 import { z } from 'zod';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 import { SAML_FAILURE_REASONS } from './saml-checks.ts';
@@ -19,6 +21,17 @@ const ssoSettings = z.object({
 });
 export type SsoSettings = z.infer<typeof ssoSettings>;
 
+/**
+ * The settings that decide whom a SAML response signs in: which IdP is trusted (entry point,
+ * certificates, issuer, or the metadata URL that fills them), whether SAML is on, and which value of
+ * the assertion names the user (the e-mail attribute, the NameID format). An API key cannot change them
+ * alone (sso-configuration.ts); the name attributes and SCIM settings are not among them.
+ */
+export const SAML_TRUST_SETTINGS = ['samlEnabled', 'samlMetadataUrl', 'samlEntryPoint', 'samlCertificates', 'samlIssuer', 'samlNameIdFormat', 'samlEmailAttribute'] as const satisfies ReadonlyArray<keyof SsoSettings>;
+export type SamlTrustSetting = (typeof SAML_TRUST_SETTINGS)[number];
+export const samlTrustChangesSchema = ssoSettings.pick(Object.fromEntries(SAML_TRUST_SETTINGS.map((key) => [key, true])) as Record<SamlTrustSetting, true>).partial();
+export type SamlTrustChanges = z.infer<typeof samlTrustChangesSchema>;
+
 const scimTokenRecord = z.object({ tokenId: z.string(), tokenHash: z.string(), issuedAt: z.string() });
 export type ScimTokenRecord = z.infer<typeof scimTokenRecord>;
 
@@ -29,6 +42,20 @@ const ssoConfigurationUpdated = eventSchema('SsoConfigurationUpdated', z.object(
   issuedScimToken: scimTokenRecord.nullable(),
   revokedScimTokenId: z.string().nullable(),
 }));
+
+/**
+ * Trust changes an API key asked for, not in effect: `changes` holds every pending value (an earlier
+ * pending change's too, which this one replaces: `replacedChangeId`).
+ */
+const ssoTrustChangeProposed = eventSchema('SsoTrustChangeProposed', z.object({
+  employerId: z.string(),
+  changeId: z.string(),
+  changes: samlTrustChangesSchema,
+  replacedChangeId: z.string().nullable(),
+}));
+/** An administrator confirmed the pending change in a session: `changes` took effect (those that still differed). */
+const ssoTrustChangeConfirmed = eventSchema('SsoTrustChangeConfirmed', z.object({ employerId: z.string(), changeId: z.string(), changes: samlTrustChangesSchema }));
+const ssoTrustChangeDiscarded = eventSchema('SsoTrustChangeDiscarded', z.object({ employerId: z.string(), changeId: z.string() }));
 
 /** Settings of an employer that never saved any. */
 export const DEFAULT_SSO_SETTINGS: SsoSettings = {
@@ -52,8 +79,14 @@ const samlLoginSucceeded = eventSchema('SamlLoginSucceeded', z.object({ loginId:
 const samlLoginFailed = eventSchema('SamlLoginFailed', z.object({ loginId: z.string(), reason: z.enum(SAML_LOGIN_FAILURE_REASONS), clientIp: z.string() }));
 
 const samlLoginEvents = [samlLoginSucceeded, samlLoginFailed] as const;
-export const ssoEvents = [ssoConfigurationUpdated, ...samlLoginEvents] as const;
+const ssoConfigurationEvents = [ssoConfigurationUpdated, ssoTrustChangeProposed, ssoTrustChangeConfirmed, ssoTrustChangeDiscarded] as const;
+export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents] as const;
 
 export type SsoConfigurationUpdated = EventOf<typeof ssoConfigurationUpdated>;
-export type SsoConfigurationEvent = SsoConfigurationUpdated;
+export type SsoTrustChangeProposed = EventOf<typeof ssoTrustChangeProposed>;
+export type SsoTrustChangeConfirmed = EventOf<typeof ssoTrustChangeConfirmed>;
+export type SsoTrustChangeDiscarded = EventOf<typeof ssoTrustChangeDiscarded>;
+export type SsoConfigurationEvent = EventOf<(typeof ssoConfigurationEvents)[number]>;
+/** The event types of the configuration's stream, for its consumers. */
+export const SSO_CONFIGURATION_EVENT_TYPES = ssoConfigurationEvents.map((schema) => schema.type);
 export type SamlLoginEvent = EventOf<(typeof samlLoginEvents)[number]>;

@@ -1,22 +1,46 @@
-// HTTP endpoints of SSO: the employer's configuration (GET, POST /api/employer/sso) and the SAML
-// service-provider endpoints (start, assertion consumer, metadata), which are public: the browser
-// arrives there before it has a session, and the callback authenticates by the signed response.
+// HTTP endpoints of SSO: the employer's configuration (GET, POST /api/employer/sso), its pending SAML
+// trust change (confirm, discard), and the SAML service-provider endpoints (start, assertion consumer,
+// metadata), which are public: the browser arrives there before it has a session, and the callback
+// authenticates by the signed response.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { commandContextOf } from '../auth/principal.ts';
+import { commandContextOf, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
 import { ID_MAX, SAML_CALLBACK_BODY_LIMIT_BYTES, SAML_RESPONSE_MAX, URL_MAX } from '../http/limits.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { updateSsoConfiguration } from './commands.ts';
-import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
+import { confirmSsoTrustChange, discardSsoTrustChange, updateSsoConfiguration } from './commands.ts';
+import { getSsoConfiguration, type PendingTrustChangeView, type SsoConfigurationView } from '../../projections/sso/queries.ts';
+import { SAML_TRUST_SETTINGS } from './events.ts';
 import { generateSpMetadata } from './saml.ts';
 import { finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from './saml-flow.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from './settings-input.ts';
 
 export const SCIM_BASE_PATH = '/api/scim/v2';
+
+const certificateDescriptions = z.array(z.object({ subject: z.string(), fingerprintSha256: z.string(), validTo: z.string() }));
+
+const pendingTrustChangeResponse = z
+  .object({
+    changeId: z.string().meta({ description: 'Confirm or discard the change by this id.' }),
+    proposedAt: z.string(),
+    proposedBy: z.object({ type: z.string(), id: z.string() }).meta({ description: 'Who proposed it: `apiKey` and the key id.' }),
+    changes: z
+      .object({
+        samlEnabled: z.boolean(),
+        samlMetadataUrl: z.string().nullable(),
+        samlEntryPoint: z.string().nullable(),
+        samlCertificate: z.string().nullable(),
+        samlCertificates: certificateDescriptions,
+        samlIssuer: z.string().nullable(),
+        samlNameIdFormat: z.string().nullable(),
+        samlEmailAttribute: z.string().nullable(),
+      })
+      .partial()
+      .meta({ description: 'The values it would put in effect; settings it leaves as they are are absent.' }),
+  });
 
 const ssoConfigurationResponse = z
   .object({
@@ -24,7 +48,7 @@ const ssoConfigurationResponse = z
     samlMetadataUrl: z.string().nullable(),
     samlEntryPoint: z.string().nullable(),
     samlCertificate: z.string().nullable().meta({ description: 'The IdP signing certificate(s) as PEM.' }),
-    samlCertificates: z.array(z.object({ subject: z.string(), fingerprintSha256: z.string(), validTo: z.string() })),
+    samlCertificates: certificateDescriptions,
     samlIssuer: z.string().nullable(),
     samlNameIdFormat: z.string().nullable(),
     samlEmailAttribute: z.string().nullable(),
@@ -39,6 +63,7 @@ const ssoConfigurationResponse = z
     spNameIdFormat: z.string(),
     scimBaseUrl: z.string(),
     updatedAt: z.string().nullable(),
+    pendingTrustChange: pendingTrustChangeResponse.nullable().meta({ description: 'A SAML trust change an API key proposed: not in effect until an administrator confirms it.' }),
   })
   .meta({ id: 'SsoConfiguration' });
 
@@ -61,11 +86,27 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
     spNameIdFormat: spNameIdFormat(view.settings),
     scimBaseUrl: `${ctx.config.PUBLIC_BASE_URL}${SCIM_BASE_PATH}`,
     updatedAt: view.updatedAt,
+    pendingTrustChange: view.pendingTrustChange && presentPendingTrustChange(view.pendingTrustChange),
   };
 }
 
+function presentPendingTrustChange(pending: PendingTrustChangeView): z.infer<typeof pendingTrustChangeResponse> {
+  const { samlCertificates, ...changes } = pending.changes;
+  return {
+    ...pending,
+    changes: {
+      ...changes,
+      ...(samlCertificates ? { samlCertificate: samlCertificates.length > 0 ? samlCertificates.join('\n') : null, samlCertificates: samlCertificates.map(describeCertificate) } : {}),
+    },
+  };
+}
+
+/** Trust settings read as the request body names them. */
+const TRUST_FIELDS = SAML_TRUST_SETTINGS.map((setting) => (setting === 'samlCertificates' ? 'samlCertificate' : setting)).join(', ');
+
 const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
 const SSO_AUTH = { modes: ['session', 'apiKey'], scope: 'sso:manage' } as const;
+const changeParams = z.object({ changeId: z.string().max(ID_MAX) });
 
 /**
  * Refused SAML callbacks per client address: each one is audited (an event), so a flood of junk posts
@@ -78,15 +119,16 @@ export const DEFAULT_SAML_CALLBACK_FAILURE_LIMIT: TokenBucketLimit = { perSecond
 export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimit?: TokenBucketLimit }): RoutePlugin {
   return async function registerSsoRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     const callbackFailures = createTokenBuckets(options.callbackFailureLimit ?? DEFAULT_SAML_CALLBACK_FAILURE_LIMIT);
+    const configurationOf = async (principal: Principal) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
     defineRoute(fastify, ctx, {
       method: 'GET',
       url: '/api/employer/sso',
       summary: 'The SSO configuration and what the IdP administrator needs',
-      description: 'Never returns the SCIM token, only whether one exists and when it was issued.',
+      description: 'Never returns the SCIM token, only whether one exists and when it was issued. `pendingTrustChange` is a SAML trust change an API key proposed, not in effect until an administrator confirms it.',
       tags: ['SSO'],
       auth: SSO_AUTH,
       responses: { 200: { description: 'The configuration', schema: ssoConfigurationResponse } },
-      handler: async ({ principal }) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId)),
+      handler: async ({ principal }) => configurationOf(principal),
     });
 
     defineRoute(fastify, ctx, {
@@ -95,19 +137,64 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
       summary: 'Update the SSO configuration (partial)',
       description:
         'Absent fields keep their values. samlMetadataUrl is fetched now and fills entry point, certificate(s) and issuer. ' +
-        'samlEnabled: true needs entry point, certificate and issuer. scimEnabled: true (first time) or rotateScimToken: true returns scimBearerToken once; disabling SCIM revokes it.',
+        'samlEnabled: true needs entry point, certificate and issuer. scimEnabled: true (first time) or rotateScimToken: true returns scimBearerToken once; disabling SCIM revokes it.\n\n' +
+        `**SAML trust.** ${TRUST_FIELDS} decide whom a SAML response signs in, administrators included. ` +
+        "An administrator's session changes them at once (200). With an API key they are not applied: they become the employer's pending trust change " +
+        '(`pendingTrustChange`, answered 202), which takes effect only when an administrator confirms it in a browser session ' +
+        '(POST /api/employer/sso/trust-changes/{changeId}/confirm); until then SAML signs in as before. A later proposal replaces the pending one (keeping the values it does not name) under a new id. ' +
+        "samlEnabled: false applies at once with a key too (it only takes trust away); the other fields always apply at once. Every trust change (proposed, confirmed, discarded, or made directly) is audited and e-mailed to the employer's administrators.\n\n" +
+        '**SCIM token.** Issuing and rotating it is within sso:manage ("Manage SSO and SCIM configuration"): the token provisions PATIENT users only and signs no one in, ' +
+        "and it never changes an administrator's userName or sign-in e-mail (400 mutability; it may deactivate one, which revokes the keys that administrator created).",
       tags: ['SSO'],
       auth: SSO_AUTH,
       body: ssoConfigurationUpdateSchema,
-      responses: { 200: { description: 'The configuration after the update', schema: ssoUpdateResponse } },
+      responses: {
+        200: { description: 'The configuration after the update', schema: ssoUpdateResponse },
+        202: { description: 'API key: the other fields applied, the SAML trust changes pending an administrator (in pendingTrustChange)', schema: ssoUpdateResponse },
+      },
       handler: async ({ principal, body, request, reply }) => {
         reply.header('cache-control', 'no-store'); // may carry the SCIM token
-        const { scimBearerToken } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), {
+        const { scimBearerToken, proposedTrustChangeId } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), {
           update: body,
           metadataFetch: { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}) },
+          // Only an administrator's session may already sign in as anyone the new trust could sign in.
+          trustChanges: principal.kind === 'session' ? 'apply' : 'propose',
         });
-        const configuration = presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
+        const configuration = await configurationOf(principal);
+        if (proposedTrustChangeId) reply.status(202);
         return scimBearerToken ? { ...configuration, scimBearerToken } : configuration;
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'POST',
+      url: '/api/employer/sso/trust-changes/:changeId/confirm',
+      summary: 'Confirm the pending SAML trust change: it takes effect',
+      description:
+        "An administrator's browser session only (an API key is 403 SESSION_REQUIRED): the change an API key proposed takes effect, audited and e-mailed to the administrators. " +
+        'The id must be the pending change\'s (as GET /api/employer/sso shows it), else 404 TRUST_CHANGE_NOT_PENDING: a replaced proposal is never confirmed by the id of the one it replaced.',
+      tags: ['SSO'],
+      auth: { modes: ['session'], scope: 'sso:manage', role: 'EMPLOYER_ADMIN' },
+      params: changeParams,
+      responses: { 200: { description: 'The configuration, the change in effect', schema: ssoConfigurationResponse }, 404: { description: 'TRUST_CHANGE_NOT_PENDING' } },
+      handler: async ({ principal, params, request }) => {
+        await confirmSsoTrustChange(ctx, commandContextOf(principal, request.id), { changeId: params.changeId });
+        return configurationOf(principal);
+      },
+    });
+
+    defineRoute(fastify, ctx, {
+      method: 'DELETE',
+      url: '/api/employer/sso/trust-changes/:changeId',
+      summary: 'Discard the pending SAML trust change',
+      description: 'Nothing in effect changes. An administrator\'s session or a key with sso:manage (discarding takes no trust away); audited and e-mailed to the administrators. 404 TRUST_CHANGE_NOT_PENDING unless the id is the pending change\'s.',
+      tags: ['SSO'],
+      auth: SSO_AUTH,
+      params: changeParams,
+      responses: { 200: { description: 'The configuration, with no pending change', schema: ssoConfigurationResponse }, 404: { description: 'TRUST_CHANGE_NOT_PENDING' } },
+      handler: async ({ principal, params, request }) => {
+        await discardSsoTrustChange(ctx, commandContextOf(principal, request.id), { changeId: params.changeId });
+        return configurationOf(principal);
       },
     });
 

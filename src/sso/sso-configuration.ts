@@ -1,9 +1,23 @@
 // The employer's SSO configuration aggregate: stream tenant-<employerId>.sso-<employerId>. SAML settings
 // and the SCIM switch are a partial update; the SCIM bearer token is issued when SCIM is first enabled
 // or on rotation, revoked on rotation or when SCIM is disabled. Only the token's SHA-256 hash is kept.
+//
+// SAML trust (SAML_TRUST_SETTINGS: whom a SAML response signs in) changes at once only for a caller
+// who may sign in as anyone already: an administrator's session. An API key's trust changes are
+// proposed instead: one pending change per employer (a later proposal replaces it, keeping its values
+// the later one does not name), in effect only once an administrator confirms it by its id. Turning
+// SAML off takes trust away, and applies at once whoever asks.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-import { DEFAULT_SSO_SETTINGS, type ScimTokenRecord, type SsoConfigurationEvent, type SsoSettings } from './events.ts';
+import {
+  DEFAULT_SSO_SETTINGS,
+  SAML_TRUST_SETTINGS,
+  type SamlTrustChanges,
+  type SamlTrustSetting,
+  type ScimTokenRecord,
+  type SsoConfigurationEvent,
+  type SsoSettings,
+} from './events.ts';
 
 export type UpdateSsoConfiguration = {
   type: 'UpdateSsoConfiguration';
@@ -12,46 +26,68 @@ export type UpdateSsoConfiguration = {
   rotateScimToken: boolean;
   /** A fresh token's id and hash, used only if this command issues a token (decide stays pure). */
   candidateScimToken: { tokenId: string; tokenHash: string };
+  /** `apply`: trust changes take effect (an admin's session); `propose`: they wait, as change `changeId` (an API key). */
+  trust: { mode: 'apply' } | { mode: 'propose'; changeId: string };
   now: string;
 };
-export type SsoConfigurationCommand = UpdateSsoConfiguration;
+export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId: string; changeId: string };
+export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
+export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange;
 
-export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null };
+export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
+export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null; pendingTrustChange: PendingTrustChange | null };
 
-function changedSettings(before: SsoSettings, after: SsoSettings): Partial<SsoSettings> {
-  return Object.fromEntries(
-    (Object.keys(after) as Array<keyof SsoSettings>)
-      .filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]))
-      .map((key) => [key, after[key]]),
-  ) as Partial<SsoSettings>;
+const isTrustSetting = (key: string): key is SamlTrustSetting => (SAML_TRUST_SETTINGS as readonly string[]).includes(key);
+
+function changedSettings<T extends Partial<SsoSettings>>(before: SsoSettings, after: SsoSettings, keys: ReadonlyArray<keyof SsoSettings> = Object.keys(after) as Array<keyof SsoSettings>): T {
+  return Object.fromEntries(keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key])).map((key) => [key, after[key]])) as T;
 }
 
-export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null }),
-  evolve: (state, event) => ({
-    settings: { ...state.settings, ...event.data.changes },
-    scimToken: event.data.issuedScimToken ?? (event.data.revokedScimTokenId ? null : state.scimToken),
-  }),
-  decide: (command, state) => {
-    const next = { ...state.settings, ...command.changes };
-    if (next.samlEnabled) {
-      const missing = [
-        next.samlEntryPoint ? null : 'samlEntryPoint',
-        next.samlCertificates.length > 0 ? null : 'samlCertificate',
-        next.samlIssuer ? null : 'samlIssuer',
-      ].filter((field) => field !== null);
-      if (missing.length > 0) {
-        throw new DomainError(400, 'SAML_CONFIGURATION_INCOMPLETE', `SAML cannot be enabled without ${missing.join(', ')} (set them, or samlMetadataUrl, first or in the same request).`, { missing });
-      }
-    }
-    if (command.rotateScimToken && !next.scimEnabled) {
-      throw new DomainError(400, 'SCIM_NOT_ENABLED', 'rotateScimToken needs SCIM to be enabled (send scimEnabled: true).');
-    }
-    const changes = changedSettings(state.settings, next);
-    const issue = next.scimEnabled && (state.scimToken === null || command.rotateScimToken);
-    const revokedScimTokenId = state.scimToken && (!next.scimEnabled || command.rotateScimToken) ? state.scimToken.tokenId : null;
-    if (Object.keys(changes).length === 0 && !issue && !revokedScimTokenId) return [];
-    return [{
+/** The SAML trust settings among `changes`. */
+export function trustChangesOf(changes: Partial<SsoSettings>): SamlTrustChanges {
+  return Object.fromEntries(Object.entries(changes).filter(([key]) => isTrustSetting(key))) as SamlTrustChanges;
+}
+
+function splitTrust(changes: Partial<SsoSettings>): { trust: SamlTrustChanges; other: Partial<SsoSettings> } {
+  return { trust: trustChangesOf(changes), other: Object.fromEntries(Object.entries(changes).filter(([key]) => !isTrustSetting(key))) };
+}
+
+function assertSamlComplete(settings: SsoSettings) {
+  if (!settings.samlEnabled) return;
+  const missing = [
+    settings.samlEntryPoint ? null : 'samlEntryPoint',
+    settings.samlCertificates.length > 0 ? null : 'samlCertificate',
+    settings.samlIssuer ? null : 'samlIssuer',
+  ].filter((field) => field !== null);
+  if (missing.length > 0) {
+    throw new DomainError(400, 'SAML_CONFIGURATION_INCOMPLETE', `SAML cannot be enabled without ${missing.join(', ')} (set them, or samlMetadataUrl, first or in the same request).`, { missing });
+  }
+}
+
+function assertPending(state: SsoConfigurationState, changeId: string): PendingTrustChange {
+  const pending = state.pendingTrustChange;
+  if (pending?.changeId !== changeId) {
+    throw new DomainError(404, 'TRUST_CHANGE_NOT_PENDING', `No pending SAML trust change ${changeId}: it was confirmed, discarded or replaced. GET /api/employer/sso shows the pending one.`);
+  }
+  return pending;
+}
+
+function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationState): SsoConfigurationEvent[] {
+  const { trust: requestedTrust, other } = splitTrust(command.changes);
+  const proposing = command.trust.mode === 'propose';
+  // A key's trust settings wait for an administrator, except turning SAML off.
+  const direct = proposing ? { ...other, ...(requestedTrust.samlEnabled === false ? { samlEnabled: false } : {}) } : command.changes;
+  const next = { ...state.settings, ...direct };
+  assertSamlComplete(next);
+  if (command.rotateScimToken && !next.scimEnabled) {
+    throw new DomainError(400, 'SCIM_NOT_ENABLED', 'rotateScimToken needs SCIM to be enabled (send scimEnabled: true).');
+  }
+  const events: SsoConfigurationEvent[] = [];
+  const changes = changedSettings(state.settings, next);
+  const issue = next.scimEnabled && (state.scimToken === null || command.rotateScimToken);
+  const revokedScimTokenId = state.scimToken && (!next.scimEnabled || command.rotateScimToken) ? state.scimToken.tokenId : null;
+  if (Object.keys(changes).length > 0 || issue || revokedScimTokenId) {
+    events.push({
       type: 'SsoConfigurationUpdated',
       data: {
         employerId: command.employerId,
@@ -59,7 +95,58 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
         issuedScimToken: issue ? { ...command.candidateScimToken, issuedAt: command.now } : null,
         revokedScimTokenId,
       },
-    }];
+    });
+  }
+  if (command.trust.mode === 'propose' && Object.keys(requestedTrust).length > 0) events.push(...decideProposal(command, command.trust.changeId, requestedTrust, next, state.pendingTrustChange));
+  return events;
+}
+
+/** The pending change after a key's request: the earlier pending values, then the request's, less what is in effect already. */
+function decideProposal(command: UpdateSsoConfiguration, changeId: string, requested: SamlTrustChanges, next: SsoSettings, pending: PendingTrustChange | null): SsoConfigurationEvent[] {
+  const combined = { ...pending?.changes, ...requested };
+  const proposed = changedSettings<SamlTrustChanges>(next, { ...next, ...combined }, SAML_TRUST_SETTINGS);
+  if (Object.keys(proposed).length === 0) {
+    return pending ? [{ type: 'SsoTrustChangeDiscarded', data: { employerId: command.employerId, changeId: pending.changeId } }] : [];
+  }
+  if (pending && JSON.stringify(proposed) === JSON.stringify(pending.changes)) return [];
+  // Refused now rather than when an administrator confirms it.
+  assertSamlComplete({ ...next, ...proposed });
+  return [{ type: 'SsoTrustChangeProposed', data: { employerId: command.employerId, changeId, changes: proposed, replacedChangeId: pending?.changeId ?? null } }];
+}
+
+export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null }),
+  evolve: (state, event) => {
+    switch (event.type) {
+      case 'SsoConfigurationUpdated':
+        return {
+          ...state,
+          settings: { ...state.settings, ...event.data.changes },
+          scimToken: event.data.issuedScimToken ?? (event.data.revokedScimTokenId ? null : state.scimToken),
+        };
+      case 'SsoTrustChangeProposed':
+        return { ...state, pendingTrustChange: { changeId: event.data.changeId, changes: event.data.changes } };
+      case 'SsoTrustChangeConfirmed':
+        return { ...state, settings: { ...state.settings, ...event.data.changes }, pendingTrustChange: null };
+      case 'SsoTrustChangeDiscarded':
+        return { ...state, pendingTrustChange: null };
+    }
+  },
+  decide: (command, state) => {
+    switch (command.type) {
+      case 'UpdateSsoConfiguration':
+        return decideUpdate(command, state);
+      case 'ConfirmSsoTrustChange': {
+        const pending = assertPending(state, command.changeId);
+        const next = { ...state.settings, ...pending.changes };
+        assertSamlComplete(next);
+        const changes = changedSettings<SamlTrustChanges>(state.settings, next, SAML_TRUST_SETTINGS);
+        return [{ type: 'SsoTrustChangeConfirmed', data: { employerId: command.employerId, changeId: command.changeId, changes } }];
+      }
+      case 'DiscardSsoTrustChange':
+        assertPending(state, command.changeId);
+        return [{ type: 'SsoTrustChangeDiscarded', data: { employerId: command.employerId, changeId: command.changeId } }];
+    }
   },
 };
 

@@ -2,6 +2,7 @@
 // capability that emits one adds its domain event here, e.g. a future cohorts capability adds
 //   CohortUploaded: { webhookEvent: 'cohort.uploaded', data: (event) => ({ cohortId: ..., patientCount: ... }) }
 // The fan-out consumer (src/webhooks/fan-out.ts) subscribes to exactly the domain event types listed.
+import type { Scope } from '../auth/principal.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -16,6 +17,23 @@ export const WEBHOOK_EVENT_TYPES = [
   'invoice.paid',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * What reading each event's data takes through the API. A subscription is a standing read of its
+ * events, so an API key may send them to a URL only when it holds these scopes (webhooks/routes.ts);
+ * `session`: no scope reads it (billing: an administrator's session), so no key may subscribe to it.
+ */
+export const WEBHOOK_EVENT_READ_ACCESS: Record<WebhookEventType, Scope | 'session' | null> = {
+  'test.ping': null,
+  'tapering.proposed': 'authorization:read',
+  'tapering.approved': 'authorization:read',
+  'tapering.declined': 'authorization:read',
+  'authorization.reviewed': 'authorization:read',
+  'simulation.completed': 'simulate:run',
+  'cohort.uploaded': 'cohort:read',
+  'export.ready': 'export:read',
+  'invoice.paid': 'session',
+};
 
 export type WebhookEventMapping = {
   webhookEvent: WebhookEventType;

@@ -1,10 +1,12 @@
 // Webhook management (SPEC 4.3): browser session, or API key with webhook:manage. Subscriptions of
-// another employer answer 404, like ones that do not exist.
+// another employer answer 404, like ones that do not exist. A key may point a subscription at a URL
+// only for events it could read through the API (WEBHOOK_EVENT_READ_ACCESS): webhook:manage alone
+// gives no wider read than the key's other scopes.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { commandContextOf } from '../auth/principal.ts';
+import { commandContextOf, type Principal, type Scope } from '../auth/principal.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
@@ -14,7 +16,7 @@ import type { RoutePlugin } from '../http/server.ts';
 import { attemptDelivery } from './attempt.ts';
 import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecret, updateWebhook } from './commands.ts';
 import { recordTestDelivery } from './deliveries.ts';
-import { pingData, WEBHOOK_EVENT_TYPES } from './event-types.ts';
+import { pingData, WEBHOOK_EVENT_READ_ACCESS, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from '../../projections/webhooks/queries.ts';
 import { MAX_ATTEMPTS } from './retry-schedule.ts';
 import { webhookRuntimeOf } from './runtime.ts';
@@ -22,6 +24,23 @@ import { DEFAULT_MAX_FAILURES } from './subscription.ts';
 
 const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
 const tags = ['Webhooks'];
+const EVENT_ACCESS_RULE =
+  'With an API key, every event must be one the key could read through the API: tapering.* and authorization.reviewed need authorization:read, ' +
+  'simulation.completed simulate:run, cohort.uploaded cohort:read, export.ready export:read (403 INSUFFICIENT_SCOPE naming them); invoice.paid only in an ' +
+  "administrator's session (403 SESSION_REQUIRED); test.ping needs nothing more.";
+
+/** A key sends events to a URL only if it could read them otherwise (unknown event names are left to the command's 400). */
+function assertMayReceive(principal: Principal, events: readonly string[]) {
+  if (principal.kind !== 'apiKey') return;
+  const access = events.flatMap((event) => (event in WEBHOOK_EVENT_READ_ACCESS ? [WEBHOOK_EVENT_READ_ACCESS[event as WebhookEventType]] : []));
+  if (access.includes('session')) {
+    throw new DomainError(403, 'SESSION_REQUIRED', "invoice.paid carries billing, which only an administrator's session reads: subscribe to it in a browser session.");
+  }
+  const missing = [...new Set(access.filter((scope): scope is Scope => scope !== null && scope !== 'session' && !principal.scopes.includes(scope)))];
+  if (missing.length > 0) {
+    throw new DomainError(403, 'INSUFFICIENT_SCOPE', `These events carry data that needs ${missing.join(', ')} to read; this key does not hold it.`, { requiredScopes: missing, keyScopes: [...principal.scopes] });
+  }
+}
 
 const url = z.string().trim().min(1).max(URL_MAX).meta({
   description: 'https only; the host must resolve, within WEBHOOK_DNS_TIMEOUT_MS, to public addresses only. Otherwise 400 INVALID_WEBHOOK_URL "target not allowed", ' +
@@ -77,13 +96,14 @@ export function webhookRoutes(): RoutePlugin {
       description:
         'Deliveries are POSTs signed twice: `x-webhook-signature: sha256=<hex HMAC of the body keyed with the whole secret>` ' +
         '(GitHub style) and Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`), which also ' +
-        `authenticates the time. A failed attempt is retried up to ${MAX_ATTEMPTS - 1} times, after about 5 s, 5 min, 30 min, 2 h and 5 h.`,
+        `authenticates the time. A failed attempt is retried up to ${MAX_ATTEMPTS - 1} times, after about 5 s, 5 min, 30 min, 2 h and 5 h. ${EVENT_ACCESS_RULE}`,
       tags,
       auth,
       body: createBody,
       idempotent: true,
       responses: { 201: { description: 'The subscription, with its signing secret', schema: createdWebhook } },
       handler: async ({ body, principal, request, reply }) => {
+        assertMayReceive(principal, body.events);
         const { webhookId, signingSecret } = await createWebhook(ctx, commandContextOf(principal, request.id), {
           url: body.url,
           events: body.events,
@@ -131,13 +151,17 @@ export function webhookRoutes(): RoutePlugin {
       method: 'PATCH',
       url: '/api/employer/webhooks/:webhookId',
       summary: 'Change a subscription, or disable (status inactive) or re-enable (status active) it',
-      description: 'Disabling cancels its pending deliveries. Re-enabling resets failureCount; a POST .../test afterwards is recommended.',
+      description: `Disabling cancels its pending deliveries. Re-enabling resets failureCount; a POST .../test afterwards is recommended. Changing url or events: ${EVENT_ACCESS_RULE}`,
       tags,
       auth,
       params: webhookParams,
       body: patchBody,
       responses: { 200: { description: 'The subscription after the change', schema: webhookSubscription }, 404: { description: 'No such subscription' } },
       handler: async ({ params, body, principal, request }) => {
+        // A new URL receives every event of the subscription; new events go to its URL.
+        if (principal.kind === 'apiKey' && (body.url !== undefined || body.events !== undefined)) {
+          assertMayReceive(principal, body.events ?? (await getWebhook(ctx.db.pg, principal.employerId, params.webhookId)).events);
+        }
         await updateWebhook(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, ...body });
         return getWebhook(ctx.db.pg, principal.employerId, params.webhookId);
       },

@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_CSP } from '../../src/console/plugin.ts';
 import { issueSignInToken } from '../../src/identity/commands.ts';
 import { createEmployer } from '../../src/tenants/commands.ts';
-import { keyHeaders } from '../support/api-keys.ts';
+import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { createTestIdp } from '../support/saml-idp.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { capabilitiesTrusting, waitUntil, webhookEnv } from '../webhooks/helpers.ts';
@@ -184,6 +185,30 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
     await page.reload();
     await page.getByTestId('scim-state').waitFor();
     expect(await page.getByTestId('secret').count()).toBe(0);
+  });
+
+  it('shows a SAML change an API key proposed, with its certificate fingerprint, and confirms it', async () => {
+    const idp = await createTestIdp();
+    const key = await createApiKey(service, { cookie: await service.signIn(employerId, adminUserId) }, { scopes: ['sso:manage'], name: 'sso automation' });
+    const proposed = await fetch(`${service.url}/api/employer/sso`, {
+      method: 'POST',
+      headers: { ...keyHeaders(key.rawKey), 'content-type': 'application/json' },
+      body: JSON.stringify({ samlEntryPoint: idp.entryPoint, samlIssuer: idp.issuer, samlCertificate: idp.certificatePem }),
+    });
+    expect(proposed.status).toBe(202);
+    const { pendingTrustChange } = (await proposed.json()) as { pendingTrustChange: { changes: { samlCertificates: Array<{ fingerprintSha256: string }> } } };
+
+    await openPage('sso', 'Single sign-on');
+    await page.reload(); // the page was open already: read the configuration again
+    const pending = page.getByRole('region', { name: 'Pending SAML change' });
+    expect(await pending.textContent()).toContain(`API key ${key.id}`);
+    expect(await pending.textContent()).toContain(pendingTrustChange.changes.samlCertificates[0]!.fingerprintSha256);
+    await checkPage('sso-pending');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await pending.getByRole('button', { name: 'Confirm change' }).click();
+    await page.getByText('SAML change confirmed.').waitFor();
+    expect(await page.getByRole('region', { name: 'Pending SAML change' }).count()).toBe(0);
+    expect(await page.getByLabel('IdP issuer (entity id)').inputValue()).toBe(idp.issuer);
   });
 
   it('uploads a cohort CSV: a bad row is shown and nothing is sent, then a good file shows its counts; the roster searches', async () => {

@@ -1,11 +1,13 @@
 // FHIR Bulk Data driven as a client would (plain fetch): kick-off (system, patient and group level) by
 // POST Parameters and by GET query, polling, the manifest, NDJSON downloads whose every line is a valid
 // R4 resource (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
-// unsupported, 429 while one runs, cancel, and 404 for another employer.
+// unsupported, 429 while one runs, cancel, 404 for another employer, and 403 for a PATIENT session.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertExport } from '../../src/exports/store.ts';
 import { validationIssues } from '../../src/fhir/validate.ts';
+import { registerUser } from '../../src/tenants/commands.ts';
+import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
 import { waitUntil } from '../webhooks/helpers.ts';
@@ -174,5 +176,48 @@ describe('FHIR Bulk Data export', () => {
       expect(((await response.json()) as any).resourceType).toBe('OperationOutcome');
     }
     expect((await owner.fetch(statusPath)).status).toBe(200);
+  });
+
+  it("refuses a PATIENT session every Bulk Data route (403 forbidden): no kick-off, and no status, file or cancel of the employer's exports; an admin session and a key with fhir:read still export", async () => {
+    const tenant = await exportTenant(service);
+    const cohort = await uploadPatients(tenant.api, [
+      { email: 'member@example.test', firstName: 'Member', lastName: 'Patient' },
+      { email: 'colleague@example.test', firstName: 'Colleague', lastName: 'Patient' },
+    ]);
+    // The member's own user, provisioned as SCIM or SAML would: a PATIENT session with fhir:read.
+    const { userId } = await registerUser(service.ctx.commands, { tenantId: tenant.employerId, actor: { type: 'system', id: 'test' } }, {
+      employerId: tenant.employerId, role: 'PATIENT', active: true, source: 'scim',
+      profile: { email: `member.${tenant.employerId}@example.test`, userName: 'member', givenName: null, familyName: null, displayName: null, externalId: null },
+    });
+    const patientHeaders = service.sessionHeaders(await service.signIn(tenant.employerId, userId));
+    const asPatient = (path: string, init: RequestInit = {}) =>
+      fetch(`${service.url}${path}`, { ...init, headers: { ...patientHeaders, ...async, ...(init.headers as Record<string, string>) } });
+    const expectForbidden = async (response: Response) => {
+      expect(response.status).toBe(403);
+      expect(((await response.json()) as any)).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'forbidden' }] });
+    };
+
+    // The reproduced attack: the whole employer through every kick-off.
+    const parameters = { method: 'POST', headers: { 'content-type': 'application/fhir+json' }, body: JSON.stringify({ resourceType: 'Parameters' }) };
+    for (const path of ['/$export', '/Patient/$export', `/Group/${cohort}/$export`]) {
+      await expectForbidden(await asPatient(`/api/fhir${path}`));
+      await expectForbidden(await asPatient(`/api/fhir${path}`, parameters));
+    }
+    expect(await service.ctx.db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM exports WHERE employer_id = ${tenant.employerId}`)).toBe(0);
+
+    // An administrator's export: the patient can neither read, download nor cancel it.
+    const statusPath = await kickOff(tenant, '/$export?_type=Patient');
+    const manifest = await manifestOf(tenant, statusPath);
+    await expectForbidden(await asPatient(statusPath));
+    await expectForbidden(await asPatient(manifest.output[0].url.slice(service.url.length)));
+    await expectForbidden(await asPatient(statusPath, { method: 'DELETE' }));
+    expect((await tenant.fetch(statusPath)).status).toBe(200);
+    expect((await linesOf(tenant, manifest.output[0].url)).map((patient) => patient.telecom[0].value).sort()).toEqual(['colleague@example.test', 'member@example.test']);
+
+    // A key with fhir:read exports as before.
+    const { rawKey } = await createApiKey(service, tenant, { scopes: ['fhir:read'] });
+    const withKey: ExportTenant = { ...tenant, fetch: (path, init = {}) => fetch(`${service.url}${path}`, { ...init, headers: { ...keyHeaders(rawKey), ...(init.headers as Record<string, string>) } }) };
+    const keyManifest = await manifestOf(withKey, await kickOff(withKey, `/Group/${cohort}/$export?_type=Patient`));
+    expect(keyManifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 2]]);
   });
 });

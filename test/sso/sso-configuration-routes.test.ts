@@ -246,7 +246,7 @@ describe('SCIM bearer token', () => {
 
     const audit = await service.ctx.db.slonik.any(sql.type(z.object({ action: z.string(), details: z.record(z.string(), z.unknown()) }))`
       SELECT action, details FROM audit_log WHERE employer_id = ${tenant.employerId} AND action = 'sso.config.update'`);
-    expect(audit).toEqual([{ action: 'sso.config.update', details: { fields: ['samlCertificates', 'scimEnabled'], scimTokenIssued: true, scimTokenRevoked: false } }]);
+    expect(audit).toEqual([{ action: 'sso.config.update', details: { fields: ['samlCertificates', 'scimEnabled'], trustFields: ['samlCertificates'], scimTokenIssued: true, scimTokenRevoked: false } }]);
     expect(JSON.stringify(audit)).not.toContain(sha256Hex(token));
     expect(JSON.stringify(audit)).not.toContain('BEGIN CERTIFICATE');
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SsoConfigurationUpdated } from '../../src/sso/events.ts';
+import type { SsoConfigurationUpdated, SsoTrustChangeConfirmed, SsoTrustChangeDiscarded, SsoTrustChangeProposed } from '../../src/sso/events.ts';
 import { ssoConfigurationDecider, type UpdateSsoConfiguration } from '../../src/sso/sso-configuration.ts';
 import { deciderSpec } from '../support/decider.ts';
 
@@ -14,8 +14,11 @@ const update = (changes: UpdateSsoConfiguration['changes'], rotateScimToken = fa
   changes,
   rotateScimToken,
   candidateScimToken: CANDIDATE,
+  trust: { mode: 'apply' },
   now: NOW,
 });
+/** The same update from an API key: trust changes are proposed as change `changeId`. */
+const keyUpdate = (changes: UpdateSsoConfiguration['changes'], changeId = 'chg-2'): UpdateSsoConfiguration => ({ ...update(changes), trust: { mode: 'propose', changeId } });
 
 const updated = (data: Partial<SsoConfigurationUpdated['data']>): SsoConfigurationUpdated => ({
   type: 'SsoConfigurationUpdated',
@@ -59,4 +62,75 @@ describe('SSO configuration decider', () => {
 
   it('issues one token when enabling and rotating in the same request', () =>
     given([]).when(update({ scimEnabled: true }, true)).then([updated({ changes: { scimEnabled: true }, issuedScimToken: { ...CANDIDATE, issuedAt: NOW } })]));
+});
+
+const proposed = (changeId: string, changes: SsoTrustChangeProposed['data']['changes'], replacedChangeId: string | null = null): SsoTrustChangeProposed => ({
+  type: 'SsoTrustChangeProposed',
+  data: { employerId: EMPLOYER, changeId, changes, replacedChangeId },
+});
+const confirmed = (changeId: string, changes: SsoTrustChangeConfirmed['data']['changes']): SsoTrustChangeConfirmed => ({ type: 'SsoTrustChangeConfirmed', data: { employerId: EMPLOYER, changeId, changes } });
+const discarded = (changeId: string): SsoTrustChangeDiscarded => ({ type: 'SsoTrustChangeDiscarded', data: { employerId: EMPLOYER, changeId } });
+const samlOn = updated({ changes: { samlEnabled: true } });
+const attackerIdp = { samlEntryPoint: 'https://evil.example/sso', samlCertificates: ['EVIL PEM'], samlIssuer: 'https://evil.example/' };
+
+describe('SAML trust changes made with an API key', () => {
+  it('wait as a proposal; the other settings of the same request apply at once', () =>
+    given([samlReady, samlOn]).when(keyUpdate({ ...attackerIdp, samlFirstNameAttribute: 'givenName', scimEnabled: true })).then([
+      updated({ changes: { samlFirstNameAttribute: 'givenName', scimEnabled: true }, issuedScimToken: { ...CANDIDATE, issuedAt: NOW } }),
+      proposed('chg-2', attackerIdp),
+    ]));
+
+  it('count the e-mail attribute and NameID format as trust: they decide who the response names', () =>
+    given([samlReady, samlOn]).when(keyUpdate({ samlEmailAttribute: 'displayName', samlNameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent' }))
+      .then([proposed('chg-2', { samlEmailAttribute: 'displayName', samlNameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent' })]));
+
+  it('leave out what is in effect already, and record nothing when that is all', () => {
+    given([samlReady]).when(keyUpdate({ samlIssuer: 'https://idp.example/', samlEntryPoint: 'https://evil.example/sso' })).then([proposed('chg-2', { samlEntryPoint: 'https://evil.example/sso' })]);
+    given([samlReady]).when(keyUpdate({ samlIssuer: 'https://idp.example/' })).then([]);
+  });
+
+  it('replace the pending change under a new id, keeping the values the new request does not name', () =>
+    given([samlReady, proposed('chg-1', { samlEntryPoint: 'https://evil.example/sso' })])
+      .when(keyUpdate({ samlIssuer: 'https://evil.example/' }))
+      .then([proposed('chg-2', { samlEntryPoint: 'https://evil.example/sso', samlIssuer: 'https://evil.example/' }, 'chg-1')]));
+
+  it('record nothing when the request repeats the pending change, and discard it when the request brings everything back to what is in effect', () => {
+    const pending = proposed('chg-1', { samlEntryPoint: 'https://evil.example/sso' });
+    given([samlReady, pending]).when(keyUpdate({ samlEntryPoint: 'https://evil.example/sso' })).then([]);
+    given([samlReady, pending]).when(keyUpdate({ samlEntryPoint: 'https://idp.example/sso' })).then([discarded('chg-1')]);
+  });
+
+  it('except turning SAML off, which takes trust away and applies at once (and drops a pending enabling)', () =>
+    given([samlReady, samlOn, proposed('chg-1', { samlIssuer: 'https://evil.example/' })]).when(keyUpdate({ samlEnabled: false })).then([updated({ changes: { samlEnabled: false } })]));
+
+  it('are refused at once when they would enable SAML without entry point, certificate and issuer', () =>
+    given([]).when(keyUpdate({ samlEnabled: true, samlIssuer: 'https://evil.example/' })).thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE' }));
+
+  it('are applied at once from a session', () => given([samlReady, samlOn]).when(update(attackerIdp)).then([updated({ changes: attackerIdp })]));
+});
+
+describe('confirming and discarding the pending trust change', () => {
+  const pending = proposed('chg-1', { ...attackerIdp, samlEnabled: true });
+
+  it('puts the pending values in effect (those that still differ)', () =>
+    given([samlReady, pending, updated({ changes: { samlIssuer: 'https://evil.example/' } })])
+      .when({ type: 'ConfirmSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' })
+      .then([confirmed('chg-1', { samlEnabled: true, samlEntryPoint: 'https://evil.example/sso', samlCertificates: ['EVIL PEM'] })]));
+
+  it('refuses an id that is not the pending change: unknown, replaced, or already confirmed', () => {
+    const confirm = (changeId: string) => ({ type: 'ConfirmSsoTrustChange' as const, employerId: EMPLOYER, changeId });
+    given([samlReady, pending]).when(confirm('chg-0')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending, proposed('chg-2', attackerIdp, 'chg-1')]).when(confirm('chg-1')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending, confirmed('chg-1', attackerIdp)]).when(confirm('chg-1')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+  });
+
+  it('refuses to confirm what would, by now, enable SAML without an issuer', () =>
+    given([samlReady, proposed('chg-1', { samlEnabled: true }), updated({ changes: { samlIssuer: null } })])
+      .when({ type: 'ConfirmSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' })
+      .thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE' }));
+
+  it('discards the pending change, changing nothing in effect', () => {
+    given([samlReady, pending]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).then([discarded('chg-1')]);
+    given([samlReady, pending, discarded('chg-1')]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+  });
 });

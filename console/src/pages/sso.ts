@@ -1,6 +1,7 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
-// shown once, with rotation; and the employer's e-mail domains (email-domains.ts).
+// shown once, with rotation; a SAML trust change an API key proposed, to confirm or discard; and the
+// employer's e-mail domains (email-domains.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
@@ -8,6 +9,7 @@ import type { Page, Session } from '../main.ts';
 import { emailDomainsSection } from './email-domains.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
+type PendingTrustChange = NonNullable<components['schemas']['SsoConfiguration']['pendingTrustChange']>;
 type SsoBody = { samlEnabled?: boolean; samlMetadataUrl?: string; samlEntryPoint?: string; samlIssuer?: string; samlCertificate?: string; scimEnabled?: boolean; rotateScimToken?: boolean };
 
 const TOKEN_WARNING = 'Copy this SCIM bearer token into your identity provider now: it is shown only this once. Rotating it stops the previous one at once.';
@@ -89,7 +91,38 @@ export const ssoPage: Page = {
           ]
           : h('button', { type: 'button', onclick: () => save({ scimEnabled: true }, 'SCIM turned on.') }, 'Turn SCIM on'),
       );
-      body.replaceChildren(saml, forIdp, scim);
+      body.replaceChildren(...(sso.pendingTrustChange ? [pendingSection(sso.pendingTrustChange)] : []), saml, forIdp, scim);
+    };
+
+    const decide = async (call: () => Promise<unknown>, done: string) => {
+      status.clear();
+      try {
+        await call();
+        await refresh();
+        status.ok(done);
+      } catch (error) {
+        status.fail(error);
+      }
+    };
+
+    /** The change an API key proposed: what it would put in effect, and the administrator's choice. */
+    const pendingSection = (pending: PendingTrustChange) => {
+      const path = { params: { path: { changeId: pending.changeId } } };
+      const { samlCertificates, samlCertificate: _pem, ...values } = pending.changes;
+      return h('section', { class: 'pending', 'aria-label': 'Pending SAML change' },
+        h('h2', {}, 'Pending SAML change'),
+        h('p', { class: 'warning' },
+          `Proposed by ${pending.proposedBy.type === 'apiKey' ? 'API key' : pending.proposedBy.type} ${pending.proposedBy.id} on ${formatDate(pending.proposedAt)}. ` +
+          'It is not in effect: it decides who can sign in with SAML, administrators included. Confirm it only if you recognise it.'),
+        h('dl', {},
+          Object.entries(values).flatMap(([name, value]) => [h('dt', {}, name), h('dd', {}, h('code', {}, value === null ? '(cleared)' : String(value)))]),
+          samlCertificates
+            ? [h('dt', {}, 'IdP certificates'), h('dd', {}, samlCertificates.length === 0 ? 'none' : h('ul', {}, samlCertificates.map((cert) => h('li', {}, `${cert.subject}, SHA-256 ${cert.fingerprintSha256}, valid until ${formatDate(cert.validTo)}`))))]
+            : [],
+        ),
+        h('button', { type: 'button', onclick: () => confirm('Put this SAML change in effect?') && decide(() => ok(api.POST('/api/employer/sso/trust-changes/{changeId}/confirm', path)), 'SAML change confirmed.') }, 'Confirm change'),
+        h('button', { type: 'button', class: 'danger', onclick: () => decide(() => ok(api.DELETE('/api/employer/sso/trust-changes/{changeId}', path)), 'SAML change discarded.') }, 'Discard change'),
+      );
     };
 
     main.append(status.element, once, body);
