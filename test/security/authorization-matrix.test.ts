@@ -25,6 +25,7 @@ import { PLATFORM_FAMILIES, type PlatformFamily } from '../../src/workflows/even
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { errorShapeProblem } from '../support/error-shapes.ts';
 import { createTestIdp } from '../support/saml-idp.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableScim, GROUP_SCHEMA, scimClient, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
 import { enableSaml } from '../sso/sso-test-kit.ts';
@@ -86,6 +87,8 @@ const EXAMPLES: Record<string, (ids: Ids) => Example> = {
 const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (caller: Caller) => Expected }> = {
   // No token: a validation answer, whoever calls.
   'GET /api/auth/signin': { expect: () => ({ clientError: true }) },
+  // No token in the form (and no Origin of ours): refused, whoever posts it.
+  'POST /api/auth/signin': { expect: () => ({ clientError: true }) },
   'GET /api/auth/saml/start/{employerId}': { expect: () => ({ status: 302 }) },
   // A response that is not SAML is refused, whoever posts it.
   'POST /api/auth/saml/callback/{employerId}': { extras: () => ({ form: { SAMLResponse: Buffer.from('<not-saml/>').toString('base64') } }), expect: () => ({ clientError: true }) },
@@ -135,6 +138,7 @@ type Ids = {
   bulkFileName: string;
   scimUserId: string;
   scimGroupId: string;
+  domain: string;
 };
 
 const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
@@ -185,6 +189,7 @@ function expectedFor(route: Route, caller: Caller): Expected {
 
 describe('the authorization matrix', () => {
   let service: TestService;
+  let dns: TestDnsServer;
   let document: OpenApi;
   let routes: Route[];
   let ids: Ids;
@@ -196,8 +201,12 @@ describe('the authorization matrix', () => {
   let patientHeaders: () => Record<string, string>;
 
   beforeAll(async () => {
+    dns = await startDnsServer();
     service = await startTestService({
-      env: { API_KEY_RATE_LIMIT_PER_MIN: '1000000', FHIR_RATE_LIMIT_PER_MIN: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CRON_SECRET },
+      env: {
+        API_KEY_RATE_LIMIT_PER_MIN: '1000000', FHIR_RATE_LIMIT_PER_MIN: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CRON_SECRET,
+        EMAIL_DOMAIN_DNS_SERVERS: dns.address,
+      },
       // Unauthenticated SCIM calls are many here: the failed-authentication limit would answer them 429.
       capabilities: capabilities.map((capability) =>
         capability.name === 'scim' ? createScimCapability({ rateLimits: { perToken: { perSecond: 100_000, burst: 100_000 }, failedAuthPerAddress: { perSecond: 100_000, burst: 100_000 } } }) : capability,
@@ -281,6 +290,15 @@ describe('the authorization matrix', () => {
       return String(((await response.json()) as { pendingTrustChange: { changeId: string } }).pendingTrustChange.changeId);
     };
 
+    /** An e-mail domain this tenant claimed, its TXT record published: an allowed caller's verification succeeds. */
+    const domainClaim = async () => {
+      const domain = `matrix-${randomUUID()}.example.test`;
+      const claim = await a.admin.post('/api/employer/email-domains', { domain });
+      expect(claim.status).toBe(201);
+      dns.setTxt(claim.body.txtRecord.name, [claim.body.txtRecord.value]);
+      return domain;
+    };
+
     ids = {
       employerId: a.tenant.employerId,
       otherEmployerId: b.tenant.employerId,
@@ -302,6 +320,7 @@ describe('the authorization matrix', () => {
       bulkFileName: manifest.output[0]!.url.split('/').pop()!,
       scimUserId,
       scimGroupId: await scimGroup(),
+      domain: await domainClaim(),
     };
     tenantSecrets = [ids.employerId, ids.keyId, ids.webhookId, ids.deliveryId, ids.cohortId, ids.ownPatientId, ids.otherPatientId, ids.ownObservationId, ids.otherObservationId,
       ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId];
@@ -319,6 +338,7 @@ describe('the authorization matrix', () => {
       groupId: scimGroup,
       exportId: kickOffBulk,
       changeId: trustChange,
+      domain: domainClaim,
       authorizationId: authorization,
       proposalId: proposal,
       invoiceId: invoice,
@@ -378,7 +398,10 @@ describe('the authorization matrix', () => {
     routes = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).map(([method, operation]) => ({ key: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, operation })));
   }, 180_000);
-  afterAll(async () => service?.stop());
+  afterAll(async () => {
+    await service?.stop();
+    await dns?.stop();
+  });
 
   /** The value of a path parameter for this route: this tenant's object, or (`employerId`) the caller's employer for platform routes. */
   function paramValue(route: Route, name: string, caller: Caller): string {
