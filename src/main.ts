@@ -130,6 +130,7 @@ export async function startService(options: {
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    saml: null,
     patientDirectory: null,
     mailer: null,
     encryptionKey,

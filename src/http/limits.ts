@@ -39,10 +39,24 @@ export const SAML_ATTRIBUTE_MAX = 256;
 export const SAML_ISSUER_MAX = 1_024;
 /** PEM text of the IdP's signing certificates: a few certificates during a rollover. */
 export const SAML_CERTIFICATE_MAX = 64 * 1024;
-/** The SAML callback's form body (src/sso/saml.ts refuses responses over 512 KiB once decoded anyway). */
-export const SAML_CALLBACK_BODY_LIMIT_BYTES = 1024 * 1024;
-/** The base64 SAMLResponse field: 512 KiB of XML is 699,052 characters of base64. */
-export const SAML_RESPONSE_MAX = 700_000;
+/**
+ * A SAML response's XML once decoded. Real responses are a few KiB to tens of KiB (Entra ID sends at
+ * most 150 group claims); each byte past that only costs parsing.
+ */
+export const SAML_RESPONSE_XML_MAX_BYTES = 256 * 1024;
+/** The base64 SAMLResponse field: SAML_RESPONSE_XML_MAX_BYTES of XML in base64, plus the line breaks some IdPs insert. */
+export const SAML_RESPONSE_MAX = 360_000;
+/** The SAML callback's form body: SAML_RESPONSE_MAX characters percent-encoded ('+' and '/' take 3 bytes each), and RelayState. */
+export const SAML_CALLBACK_BODY_LIMIT_BYTES = 512 * 1024;
+/**
+ * The shape of a SAML response's XML, checked by a scan of the text before any parser builds a tree
+ * (src/sso/saml-checks.ts): parsing costs per element and attribute, about 15 µs and 6 µs each with
+ * @xmldom/xmldom. A signed response holding a few hundred attribute values has a few hundred elements
+ * and is nested 8 deep.
+ */
+export const SAML_XML_ELEMENTS_MAX = 2_000;
+export const SAML_XML_ATTRIBUTES_MAX = 4_000;
+export const SAML_XML_DEPTH_MAX = 24;
 
 /** SCIM userName, externalId, displayName (users and groups): each is indexed. */
 export const SCIM_TEXT_MAX = 256;

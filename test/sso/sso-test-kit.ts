@@ -2,6 +2,7 @@
 // a SAML login (start, read the AuthnRequest id from the redirect, post the IdP's response).
 import { inflateRawSync } from 'node:zlib';
 import { DOMParser } from '@xmldom/xmldom';
+import { summariseSamlRefusals } from '../../src/sso/saml-refusals.ts';
 import type { TestIdp } from '../support/saml-idp.ts';
 import type { TestService } from '../support/service.ts';
 
@@ -72,4 +73,13 @@ export async function followSignIn(location: string): Promise<{ status: number; 
   const response = await fetch(location, { redirect: 'manual' });
   const cookie = response.headers.getSetCookie().find((header) => header.startsWith('ei_session='))?.split(';')[0] ?? null;
   return { status: response.status, cookie, next: response.headers.get('location') };
+}
+
+/**
+ * Records the refused callbacks counted so far as the worker's job would once their minute is over:
+ * this process's counts written, then every minute up to now summarised (the job's `now` a minute on).
+ */
+export async function recordSamlRefusals(service: Pick<TestService, 'ctx'>) {
+  await service.ctx.saml!.refusals.flush();
+  return summariseSamlRefusals(service.ctx, new Date(Date.now() + 2 * 60_000));
 }
