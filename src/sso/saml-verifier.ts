@@ -38,6 +38,8 @@ export type SamlVerifier = {
   verify(clientIp: string, settings: SamlSpSettings, samlResponse: string): Promise<VerifiedSamlResponse>;
   /** Starts a thread if none runs, so that a login started now does not wait for one when its response arrives. */
   warm(): void;
+  /** Responses waiting or being verified. */
+  pending(): number;
   close(): Promise<void>;
 };
 
@@ -104,6 +106,7 @@ export function createSamlVerifier(options: SamlVerifierOptions): SamlVerifier {
     warm() {
       if (pool.threads.length === 0) pool.run({} as VerifyTask, { name: 'warm' }).catch(() => {});
     },
+    pending: () => waiting + running,
     close: () => pool.destroy(),
   };
 }
