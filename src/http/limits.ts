@@ -11,6 +11,15 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const HEADERS_LIMIT_BYTES = 16 * 1024;
 /** Nesting of arrays and objects in a JSON body: deeper input is refused before anything walks it recursively. */
 export const JSON_DEPTH_MAX = 32;
+/**
+ * Values in a JSON body (each scalar, array and object counts one), counted while it arrives and refused
+ * past the bound before it is parsed: parsing, the storable-input walk and the schema check cost per
+ * value. Enough for the largest body of a route without its own budget: a SCIM group of
+ * SCIM_GROUP_MEMBERS_MAX members with all four member attributes.
+ */
+export const JSON_VALUES_MAX = 60_000;
+/** A FHIR resource's values: resources of the served types hold tens to hundreds; validating one costs about 15 µs per value. */
+export const FHIR_JSON_VALUES_MAX = 2_000;
 
 /** A display name a person types: key name, tenant name, person's given or family name. */
 export const NAME_MAX = 200;
