@@ -13,6 +13,7 @@ import type { Database } from './db/pools.ts';
 import type { PersonalDataKeys } from './crypto/personal-data.ts';
 import type { CommandDeps } from './event-store/command-handler.ts';
 import type { EventStore, Position } from './event-store/port.ts';
+import type { SamlRuntime } from './sso/saml-flow.ts';
 import type { ScimTokenCache } from './sso/scim-token.ts';
 import type { WebhookRuntime } from './webhooks/runtime.ts';
 import type { PatientDirectory } from './workflows/patient-directory.ts';
@@ -51,6 +52,8 @@ export type AppContext = {
   webhookRuntime: WebhookRuntime | null;
   /** SCIM bearer tokens by hash, dropped on every SSO change (src/sso/scim-token.ts). */
   scimTokens: ScimTokenCache | null;
+  /** SAML callbacks: the verifier's worker threads, the refusal counts, the per-address limit (src/sso/saml-flow.ts). */
+  saml: SamlRuntime | null;
   /** The employer's patients as the platform workflows check and count them (src/workflows/patient-directory.ts). */
   patientDirectory: PatientDirectory | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */

@@ -55,6 +55,8 @@ const configSchema = z
     /** The request headers must arrive within this (slow-header clients hold no connection longer). */
     HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     SAML_CLOCK_SKEW_MS: z.coerce.number().int().min(0).default(120_000),
+    /** Worker threads that parse and verify SAML responses off the event loop (src/sso/saml-verifier.ts). */
+    SAML_VERIFY_THREADS: z.coerce.number().int().min(1).max(16).default(1),
     /** Origins (besides our own) that a SAML `returnTo` may point at. Comma-separated. */
     RETURN_TO_ALLOWED_ORIGINS: z.string().default(''),
     /** Every connection one process opens, split across its pools by role (src/db/pools.ts). */

@@ -126,6 +126,7 @@ export async function startService(options: {
     apiKeyPipeline: null,
     webhookRuntime: null,
     scimTokens: null,
+    saml: null,
     patientDirectory: null,
     mailer: null,
     encryptionKey,

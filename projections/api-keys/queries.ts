@@ -114,6 +114,11 @@ const keyRow = z.object({
 });
 
 /** What the request pipeline checks of the key whose hash is `keyHash` (the key cache's loader). */
+/** The hash of every key, in any state (the pipeline's cache tells real keys from guesses by them). */
+export async function allKeyHashes(pool: DatabasePool): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ key_hash: z.string() }))`SELECT key_hash FROM api_keys`);
+}
+
 export async function findKeyByHash(pool: DatabasePool, keyHash: string) {
   return pool.maybeOne(sql.type(keyRow)`
     SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, creator_active, created_by, rate_limit_per_minute

@@ -81,3 +81,9 @@ export async function findScimTokenOwner(pool: DatabasePool, tokenHash: string) 
     SELECT employer_id, scim_token_id FROM sso_configurations
     WHERE scim_token_hash = ${tokenHash} AND scim_enabled AND scim_token_id IS NOT NULL`);
 }
+
+/** The hashes of the current SCIM tokens of employers with SCIM enabled. */
+export async function currentScimTokenHashes(pool: DatabasePool): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ scim_token_hash: z.string() }))`
+    SELECT scim_token_hash FROM sso_configurations WHERE scim_enabled AND scim_token_hash IS NOT NULL AND scim_token_id IS NOT NULL`);
+}

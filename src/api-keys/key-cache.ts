@@ -4,9 +4,14 @@
 // reloads it on the next request (src/db/notified-cache.ts), so a revocation reaches every process
 // within the notification's delivery time. The process that ran the command drops the entry itself
 // at once. Unknown hashes are cached too (bounded), so a flood of wrong keys stays in memory.
+//
+// Apart from the cache, the process knows the hash of every key that exists, in any state: read at
+// start-up (and again after a lost LISTEN connection), then added to by the same notification, which
+// the projection also sends when a key is created, and by every lookup that finds a key. So the
+// pipeline tells a real key from a guess without reading the database (about 100 bytes per key).
 import type { DatabasePool } from 'slonik';
 import { API_KEY_CHANGED_CHANNEL } from '../../projections/api-keys/projection.ts';
-import { findKeyByHash } from '../../projections/api-keys/queries.ts';
+import { allKeyHashes, findKeyByHash } from '../../projections/api-keys/queries.ts';
 import type { Scope } from '../auth/principal.ts';
 import { createNotifiedCache } from '../db/notified-cache.ts';
 import type { Notifications } from '../db/notifications.ts';
@@ -35,11 +40,23 @@ export type CachedKey = {
 export type KeyCache = {
   /** The key whose hash is `keyHash`, or null when there is none. */
   find(keyHash: string): Promise<CachedKey | null>;
+  /** Whether `keyHash` is the hash of a key that exists (revoked, expired or suspended included); no database access. */
+  exists(keyHash: string): boolean;
   invalidate(keyHash: string): void;
   stop(): void;
 };
 
 export async function createKeyCache(deps: { pool: DatabasePool; notifications: Notifications; clock: Clock }): Promise<KeyCache> {
+  const existing = new Set<string>();
+  const readExisting = async () => {
+    for (const hash of await allKeyHashes(deps.pool)) existing.add(hash);
+  };
+  await readExisting();
+  const stopListening = await deps.notifications.listen(API_KEY_CHANGED_CHANNEL, (keyHash) => {
+    // An empty payload: the LISTEN connection was lost, and with it perhaps the news of new keys.
+    if (keyHash === '') void readExisting().catch(() => {});
+    else existing.add(keyHash);
+  });
   const cache = await createNotifiedCache<CachedKey | null>({
     notifications: deps.notifications,
     channel: API_KEY_CHANGED_CHANNEL,
@@ -50,6 +67,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
       const row = await findKeyByHash(deps.pool, keyHash);
       // The index lookup found the row by hash; the comparison that accepts it is constant-time.
       if (!row || !hashesEqual(row.key_hash, keyHash)) return null;
+      existing.add(row.key_hash);
       return {
         id: row.id,
         employerId: row.employer_id,
@@ -65,5 +83,13 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
       };
     },
   });
-  return { find: cache.get, invalidate: cache.invalidate, stop: cache.stop };
+  return {
+    find: cache.get,
+    exists: (keyHash) => existing.has(keyHash),
+    invalidate: cache.invalidate,
+    stop() {
+      stopListening();
+      cache.stop();
+    },
+  };
 }

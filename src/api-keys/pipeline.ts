@@ -13,12 +13,13 @@ import { createRateLimiter, type Clock, type RateDecision } from './rate-limiter
 import { hashRawKey, isWellFormedRawKey } from './raw-key.ts';
 import { createUsageRecorder } from './usage-recorder.ts';
 
-/** Invalid keys one address may present per minute before it is refused outright. */
+/** Invalid keys one address may present per minute before its guesses are refused outright. */
 export const INVALID_KEY_ATTEMPTS_PER_MIN = 20;
 export const FLUSH_INTERVAL_MS = 5_000;
 
 export const API_KEY_CHECK_ORDER = [
-  `1. The client address has not presented ${INVALID_KEY_ATTEMPTS_PER_MIN} invalid keys this minute: else 429 RATE_LIMITED with retry-after.`,
+  `1. The key exists (in any state), or the client address has not presented ${INVALID_KEY_ATTEMPTS_PER_MIN} invalid keys this minute: else 429 RATE_LIMITED with retry-after.`,
+  '   So invalid keys slow down invalid keys only: a key that exists is never refused for what others sent from its address (a load balancer, a shared egress).',
   '2. The key is well formed (mt_live_ and 64 lowercase hex characters) and known: else 401 INVALID_API_KEY.',
   '3. The key is not revoked, and the user who created it is not deactivated: else 401 API_KEY_REVOKED.',
   '4. The key has not expired (expired from the instant expiresAt on): else 401 API_KEY_EXPIRED.',
@@ -66,9 +67,13 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
     const clientIp = address?.toString() ?? request.ip;
     const addressBucket = `invalid-ip:${clientIp}`;
 
-    const addressRefusal = limiter.refusal(addressBucket, INVALID_KEY_ATTEMPTS_PER_MIN);
-    if (addressRefusal) throw rateLimited(headers, addressRefusal, 'Too many invalid API keys from this address; retry later.');
-    const key = isWellFormedRawKey(rawKey) ? await cache.find(hashRawKey(rawKey)) : null;
+    const keyHash = isWellFormedRawKey(rawKey) ? hashRawKey(rawKey) : null;
+    // The address's failures hold back guesses only, before they cost a lookup.
+    if (keyHash === null || !cache.exists(keyHash)) {
+      const addressRefusal = limiter.refusal(addressBucket, INVALID_KEY_ATTEMPTS_PER_MIN);
+      if (addressRefusal) throw rateLimited(headers, addressRefusal, 'Too many invalid API keys from this address; retry later.');
+    }
+    const key = keyHash === null ? null : await cache.find(keyHash);
     if (!key) {
       const attempt = await limiter.take(addressBucket, INVALID_KEY_ATTEMPTS_PER_MIN);
       if (!attempt.allowed) throw rateLimited(headers, attempt, 'Too many invalid API keys from this address; retry later.');

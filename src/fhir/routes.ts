@@ -11,6 +11,7 @@ import { commandContextOf, type Principal, type RouteAuth } from '../auth/princi
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { assertAllowed, createTokenBuckets } from '../http/token-buckets.ts';
+import { FHIR_JSON_VALUES_MAX } from '../http/limits.ts';
 import { findResource } from '../../projections/fhir-resources/queries.ts';
 import { createFhirResource, patientStream, resourceStream, updateFhirResource, type WrittenVersion } from '../patients/commands.ts';
 import { sealContext } from '../patients/events.ts';
@@ -81,6 +82,7 @@ export function fhirRoutes(): RoutePlugin {
         url: `${FHIR_PATH}${definition.url}`,
         tags,
         errorShape: fhirErrorShape,
+        bodyBudget: { values: FHIR_JSON_VALUES_MAX },
         handler: async (input) => {
           const { employerId } = input.principal as Principal;
           assertAllowed(buckets.take(employerId), input.reply, `More than ${limit} FHIR requests a minute for this employer`);

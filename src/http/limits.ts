@@ -11,6 +11,15 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const HEADERS_LIMIT_BYTES = 16 * 1024;
 /** Nesting of arrays and objects in a JSON body: deeper input is refused before anything walks it recursively. */
 export const JSON_DEPTH_MAX = 32;
+/**
+ * Values in a JSON body (each scalar, array and object counts one), counted while it arrives and refused
+ * past the bound before it is parsed: parsing, the storable-input walk and the schema check cost per
+ * value. Enough for the largest body of a route without its own budget: a SCIM group of
+ * SCIM_GROUP_MEMBERS_MAX members with all four member attributes.
+ */
+export const JSON_VALUES_MAX = 60_000;
+/** A FHIR resource's values: resources of the served types hold tens to hundreds; validating one costs about 15 µs per value. */
+export const FHIR_JSON_VALUES_MAX = 2_000;
 
 /** A display name a person types: key name, tenant name, person's given or family name. */
 export const NAME_MAX = 200;
@@ -39,10 +48,24 @@ export const SAML_ATTRIBUTE_MAX = 256;
 export const SAML_ISSUER_MAX = 1_024;
 /** PEM text of the IdP's signing certificates: a few certificates during a rollover. */
 export const SAML_CERTIFICATE_MAX = 64 * 1024;
-/** The SAML callback's form body (src/sso/saml.ts refuses responses over 512 KiB once decoded anyway). */
-export const SAML_CALLBACK_BODY_LIMIT_BYTES = 1024 * 1024;
-/** The base64 SAMLResponse field: 512 KiB of XML is 699,052 characters of base64. */
-export const SAML_RESPONSE_MAX = 700_000;
+/**
+ * A SAML response's XML once decoded. Real responses are a few KiB to tens of KiB (Entra ID sends at
+ * most 150 group claims); each byte past that only costs parsing.
+ */
+export const SAML_RESPONSE_XML_MAX_BYTES = 256 * 1024;
+/** The base64 SAMLResponse field: SAML_RESPONSE_XML_MAX_BYTES of XML in base64, plus the line breaks some IdPs insert. */
+export const SAML_RESPONSE_MAX = 360_000;
+/** The SAML callback's form body: SAML_RESPONSE_MAX characters percent-encoded ('+' and '/' take 3 bytes each), and RelayState. */
+export const SAML_CALLBACK_BODY_LIMIT_BYTES = 512 * 1024;
+/**
+ * The shape of a SAML response's XML, checked by a scan of the text before any parser builds a tree
+ * (src/sso/saml-checks.ts): parsing costs per element and attribute, about 15 µs and 6 µs each with
+ * @xmldom/xmldom. A signed response holding a few hundred attribute values has a few hundred elements
+ * and is nested 8 deep.
+ */
+export const SAML_XML_ELEMENTS_MAX = 2_000;
+export const SAML_XML_ATTRIBUTES_MAX = 4_000;
+export const SAML_XML_DEPTH_MAX = 24;
 
 /** SCIM userName, externalId, displayName (users and groups): each is indexed. */
 export const SCIM_TEXT_MAX = 256;

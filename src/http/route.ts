@@ -9,7 +9,8 @@ import { sessionRolesOf, type PlatformPrincipal, type Principal, type RouteAuth 
 import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 import { DomainError } from '../event-store/decider.ts';
-import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX } from './limits.ts';
+import { jsonBodyBudgetHook, type JsonBodyBudget } from './json-budget.ts';
+import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_VALUES_MAX } from './limits.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -34,6 +35,8 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   errorShape?: ErrorShape;
   /** Largest request body in bytes, when the server's default (BODY_LIMIT_BYTES, 1 MiB) does not fit the route. */
   bodyLimit?: number;
+  /** What a JSON body may hold, counted before it is parsed (src/http/json-budget.ts), when JSON_VALUES_MAX values do not fit the route. */
+  bodyBudget?: JsonBodyBudget;
   /**
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
    * handler returns its body (or sends a body-less reply itself), so the response can be stored.
@@ -57,13 +60,17 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
   route: RouteDefinition<Body, Params, Query, Auth>,
 ): void {
   registerOpenApi(ctx.openapi, route);
+  const principals = new WeakMap<FastifyRequest, Principal | PlatformPrincipal | null>();
   fastify.route({
     method: route.method,
     url: route.url,
     ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
     config: { auth: route.auth, errorShape: route.errorShape },
+    // Callers are authenticated before their body is read: a body costs nothing until its sender is known.
+    onRequest: async (request, reply) => void principals.set(request, await authenticate(ctx, request, reply, route.auth)),
+    preParsing: jsonBodyBudgetHook(route.bodyBudget ?? { values: JSON_VALUES_MAX }),
     handler: async (request, reply) => {
-      const principal = await authenticate(ctx, request, reply, route.auth);
+      const principal = principals.get(request) ?? null;
       assertStorableInput(request.params, 'params');
       assertStorableInput(request.query, 'query');
       assertStorableInput(request.body, 'body');
@@ -155,7 +162,8 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
   }
   if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
   if (route.body ?? route.documentedBody) {
-    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body)` };
+    const values = (route.bodyBudget ?? { values: JSON_VALUES_MAX }).values;
+    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body), or holds more than ${values} JSON values (limitValues)` };
   }
   const security = 'public' in route.auth ? []
     : 'platformFamily' in route.auth ? [{ platformToken: [] }]

@@ -41,6 +41,8 @@ export type TokenBuckets = {
   peek(key: string): RateVerdict;
   /** Spends one token of the key's bucket if it has one. */
   take(key: string): RateVerdict;
+  /** Gives back a token taken for a request that turned out not to count (up to the burst). */
+  refund(key: string): void;
 };
 
 export function createTokenBuckets(limit: TokenBucketLimit, clock: Clock = Date.now): TokenBuckets {
@@ -66,6 +68,11 @@ export function createTokenBuckets(limit: TokenBucketLimit, clock: Clock = Date.
       const result = verdict(bucket);
       if (result.allowed) bucket.tokens -= 1;
       return result;
+    },
+    refund(key) {
+      if (!buckets.has(key)) return;
+      const bucket = refreshed(key);
+      bucket.tokens = Math.min(limit.burst, bucket.tokens + 1);
     },
   };
 }

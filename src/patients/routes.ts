@@ -16,6 +16,11 @@ import { erasePatient, uploadCohort } from './commands.ts';
 
 const tags = ['Patients'];
 const COHORT_UPLOAD_URL = '/api/employer/upload-cohort';
+/** The body, the `patients` array and each row with its six fields at most. */
+export const COHORT_JSON_VALUES_MAX = 2 + MAX_COHORT_ROWS * 7;
+
+const cohortTooLarge = (maxRows: number) =>
+  new DomainError(413, 'COHORT_TOO_LARGE', `A cohort upload has at most ${maxRows} rows; this one has more.`, { maxRows });
 
 const cohortResult = z
   .object({ cohortId: z.string(), received: z.number().int(), created: z.number().int(), updated: z.number().int(), unchanged: z.number().int() })
@@ -67,6 +72,7 @@ export function patientRoutes(): RoutePlugin {
       summary: 'Upload a cohort: create new patients, update changed ones, all rows or none',
       description:
         `Body \`{ patients: CohortPatient[] }\`, at most ${MAX_COHORT_ROWS} rows (else 413 COHORT_TOO_LARGE) and ${COHORT_BODY_LIMIT_BYTES} bytes (else 413 PAYLOAD_TOO_LARGE). ` +
+        `Rows are counted while the body arrives: an upload over the limit is refused once row ${MAX_COHORT_ROWS + 1} is read, before anything is parsed. ` +
         'Every row is checked first: any invalid row, or an e-mail given twice, is a 400 VALIDATION_ERROR whose `errors` list `{ index, field, path, message }` ' +
         'for every bad row, and nothing is written. A patient is identified by e-mail (case-insensitive) within the employer; rows equal to the stored patient ' +
         'count as unchanged, so uploading the same file twice changes nothing. Sends the webhook event cohort.uploaded with this summary as data. ' +
@@ -81,12 +87,14 @@ export function patientRoutes(): RoutePlugin {
         }),
       }),
       bodyLimit: COHORT_BODY_LIMIT_BYTES,
+      // Counted while the body arrives: an upload over the row limit is refused after 10,001 rows are
+      // scanned, before anything is parsed, and no body holds more values than 10,000 full rows.
+      bodyBudget: { values: COHORT_JSON_VALUES_MAX, items: { field: 'patients', max: MAX_COHORT_ROWS, refuse: cohortTooLarge } },
       idempotent: true,
       responses: { 201: { description: 'What the upload did', schema: cohortResult } },
       handler: async ({ body, principal, request, reply }) => {
-        if (body.patients.length > MAX_COHORT_ROWS) {
-          throw new DomainError(413, 'COHORT_TOO_LARGE', `A cohort upload has at most ${MAX_COHORT_ROWS} rows; this one has ${body.patients.length}.`, { maxRows: MAX_COHORT_ROWS });
-        }
+        // The scan already refused this unless the body spelled `patients` with escapes.
+        if (body.patients.length > MAX_COHORT_ROWS) throw cohortTooLarge(MAX_COHORT_ROWS);
         const rows = validateRows(body.patients);
         const result = await uploadCohort(ctx, commandContextOf(principal, request.id), { rows });
         reply.status(201);

@@ -4,9 +4,12 @@
 // - per presented token (its SHA-256): a valid token belongs to exactly one employer, so this is the
 //   per-employer limit. Default 50 requests/s sustained, bursts of 100: twice the 25 requests/s per
 //   tenant that Entra ID's gallery asks a SCIM endpoint to allow.
-// - per client address, for failed authentications only (missing, malformed, unknown or rotated-away
-//   token; an IPv6 address counts by its /64). Default 5/s sustained, bursts of 50. Successful requests do not draw on it: Okta and
-//   Entra ID call from shared addresses on behalf of many tenants, which must not throttle each other.
+// - per client address, for tokens that are not a current token (missing, malformed, unknown or rotated
+//   away; an IPv6 address counts by its /64), spent before the lookup, given back should the lookup
+//   find the token after all. Default 5/s sustained, bursts of 50. A current token never draws on it
+//   and is never held back by it: Okta and Entra ID call from addresses shared by many tenants, and
+//   one client's guesses from such an address must not lock the others out. Whether a token is current
+//   is known in memory (src/sso/scim-token.ts), so guesses past the allowance cost no lookup.
 //
 // Buckets live in the memory of each API process: with N processes the ceiling is N times these
 // numbers (see src/http/token-buckets.ts).
@@ -22,10 +25,13 @@ export const DEFAULT_SCIM_RATE_LIMITS: ScimRateLimits = {
 };
 
 export type ScimRateLimiter = {
-  /** Before the token is looked up: spends one request of the token's bucket, checks the address's failures. */
-  admit(clientAddress: string, bearerToken: string | null): RateVerdict;
-  /** After the token failed: spends one of the address's failed-authentication allowance. */
-  recordFailedAuthentication(clientAddress: string): void;
+  /**
+   * Before the token is looked up: a token that is not current (or none) spends one of the address's
+   * failure allowance; a token spends one request of its own bucket.
+   */
+  admit(clientAddress: string, bearerToken: string | null, currentToken: boolean): RateVerdict;
+  /** After the lookup found a token admitted as not current (it became current meanwhile): its failure is given back. */
+  recordAuthenticated(clientAddress: string, currentToken: boolean): void;
 };
 
 export function createScimRateLimiter(options: { limits?: ScimRateLimits; clock?: Clock } = {}): ScimRateLimiter {
@@ -33,14 +39,16 @@ export function createScimRateLimiter(options: { limits?: ScimRateLimits; clock?
   const perToken = createTokenBuckets(limits.perToken, options.clock);
   const failures = createTokenBuckets(limits.failedAuthPerAddress, options.clock);
   return {
-    admit(clientAddress, bearerToken) {
-      const failureVerdict = failures.peek(clientAddressKey(clientAddress));
-      if (!failureVerdict.allowed) return failureVerdict;
+    admit(clientAddress, bearerToken, currentToken) {
+      if (!currentToken) {
+        const failureVerdict = failures.take(clientAddressKey(clientAddress));
+        if (!failureVerdict.allowed) return failureVerdict;
+      }
       // A request without a token is held back by its address's failure allowance alone.
       return bearerToken === null ? { allowed: true } : perToken.take(sha256Hex(bearerToken));
     },
-    recordFailedAuthentication(clientAddress) {
-      failures.take(clientAddressKey(clientAddress));
+    recordAuthenticated(clientAddress, currentToken) {
+      if (!currentToken) failures.refund(clientAddressKey(clientAddress));
     },
   };
 }

@@ -10,7 +10,7 @@ import type { ErrorShape, ServiceError } from '../http/errors.ts';
 import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
-import { findEmployerByScimToken } from '../sso/scim-token.ts';
+import { findEmployerByScimToken, isCurrentScimToken } from '../sso/scim-token.ts';
 import { parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
 import {
   createScimGroup,
@@ -351,13 +351,13 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
   };
 }
 
-/** Rate limit first (no database work for a flood), then the bearer token of one employer. */
+/** Rate limit first (no database work for a flood; src/scim/rate-limit.ts), then the bearer token of one employer. */
 async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<ScimCaller> {
   const token = bearerTokenOf(request);
-  assertAllowed(limiter.admit(request.ip, token), reply, 'Too many SCIM requests');
+  const current = token !== null && (await isCurrentScimToken(ctx, token));
+  assertAllowed(limiter.admit(request.ip, token, current), reply, 'Too many SCIM requests');
   const caller = token === null ? null : await findEmployerByScimToken(ctx, token);
   if (!caller) {
-    limiter.recordFailedAuthentication(request.ip);
     reply.header('www-authenticate', 'Bearer realm="scim"');
     throw new DomainError(
       401,
@@ -365,6 +365,7 @@ async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, reque
       token === null ? 'A SCIM bearer token is required: Authorization: Bearer <token>.' : 'The SCIM bearer token is invalid or no longer valid.',
     );
   }
+  limiter.recordAuthenticated(request.ip, current);
   return caller;
 }
 

@@ -2,16 +2,23 @@ import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
+import { DEFAULT_SAML_CALLBACK_LIMIT, installSamlRuntime } from './saml-flow.ts';
+import { summariseSamlRefusals } from './saml-refusals.ts';
+import type { SamlVerifierOptions } from './saml-verifier.ts';
 import { createScimTokenCache } from './scim-token.ts';
 import { SSO_CONFIGURATION_EVENT_TYPES, ssoEvents, type SsoSettings } from './events.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 import { SSO_TRUST_MAIL_TASK, trustMailTask } from './trust-mail.ts';
 
+const REFUSAL_SUMMARIES_TASK = 'saml-refusal-summaries';
+
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
   idpMetadataCa?: string;
-  /** Refused SAML callbacks allowed per client address (default DEFAULT_SAML_CALLBACK_FAILURE_LIMIT). */
-  callbackFailureLimit?: TokenBucketLimit;
+  /** SAML callbacks allowed per client address, a login that succeeds not counting (default DEFAULT_SAML_CALLBACK_LIMIT). */
+  callbackLimit?: TokenBucketLimit;
+  /** Tests only: the SAML verifier's worker module. */
+  samlVerifier?: Omit<SamlVerifierOptions, 'threads'>;
 };
 
 export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {
@@ -23,11 +30,19 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
       const scimTokens = await createScimTokenCache(ctx);
       ctx.scimTokens = scimTokens;
       ctx.shutdownHooks.push(async () => scimTokens.stop());
+      installSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
     },
+    tasks: (ctx) => ({
+      [REFUSAL_SUMMARIES_TASK]: async () => {
+        const summary = await summariseSamlRefusals(ctx, new Date());
+        if (summary.minutes.length > 0) ctx.logger.info(summary, 'SAML refusals recorded');
+      },
+      [SSO_TRUST_MAIL_TASK]: trustMailTask(ctx),
+    }),
+    crontab: [`* * * * * ${REFUSAL_SUMMARIES_TASK}`],
     projections: [ssoProjection],
     // Every change of SAML trust is e-mailed to the employer's administrators (the task skips other updates).
     consumers: [{ name: 'sso-trust-mail', eventTypes: SSO_CONFIGURATION_EVENT_TYPES, task: SSO_TRUST_MAIL_TASK }],
-    tasks: (ctx) => ({ [SSO_TRUST_MAIL_TASK]: trustMailTask(ctx) }),
     auditMappers: {
       // Field names only: certificates and URLs stay in the event, token hashes never reach the audit log.
       SsoConfigurationUpdated: (event) => ({
@@ -64,6 +79,12 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
         targetType: 'user',
         targetId: String(event.data.userId),
         details: { assertionId: event.data.assertionId, provisioned: event.data.provisioned },
+      }),
+      SamlLoginsRefused: (event) => ({
+        action: 'auth.saml.logins_refused',
+        targetType: 'employer',
+        targetId: String(event.metadata.tenantId),
+        details: event.data,
       }),
       SamlLoginFailed: (event) => ({
         action: 'auth.saml.login_failed',

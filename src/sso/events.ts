@@ -75,12 +75,24 @@ export const SAML_LOGIN_FAILURE_REASONS = [...SAML_FAILURE_REASONS, 'SAML_NOT_EN
 export type SamlLoginFailureReason = (typeof SAML_LOGIN_FAILURE_REASONS)[number];
 
 const samlLoginSucceeded = eventSchema('SamlLoginSucceeded', z.object({ loginId: z.string(), userId: z.string(), assertionId: z.string(), provisioned: z.boolean() }));
-/** `clientIp` helps an auditor tell an IdP misconfiguration (many) from probing (few, odd addresses). */
+/** One refusal each: written until refusals were counted instead (SamlLoginsRefused); kept to read that history. */
 const samlLoginFailed = eventSchema('SamlLoginFailed', z.object({ loginId: z.string(), reason: z.enum(SAML_LOGIN_FAILURE_REASONS), clientIp: z.string() }));
+
+/**
+ * The refused SAML callbacks of an employer (whose SAML was on) in one minute, counted by reason
+ * (src/sso/saml-refusals.ts). `clientAddresses`, a sample of up to 10 per reason, helps an auditor tell
+ * an IdP misconfiguration (many addresses) from probing (few, odd ones).
+ */
+const samlLoginsRefused = eventSchema('SamlLoginsRefused', z.object({
+  windowStart: z.string(),
+  windowEnd: z.string(),
+  refusals: z.number().int(),
+  byReason: z.array(z.object({ reason: z.enum(SAML_LOGIN_FAILURE_REASONS), refusals: z.number().int(), clientAddresses: z.array(z.string()) })),
+}));
 
 const samlLoginEvents = [samlLoginSucceeded, samlLoginFailed] as const;
 const ssoConfigurationEvents = [ssoConfigurationUpdated, ssoTrustChangeProposed, ssoTrustChangeConfirmed, ssoTrustChangeDiscarded] as const;
-export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents] as const;
+export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents, samlLoginsRefused] as const;
 
 export type SsoConfigurationUpdated = EventOf<typeof ssoConfigurationUpdated>;
 export type SsoTrustChangeProposed = EventOf<typeof ssoTrustChangeProposed>;
@@ -90,3 +102,4 @@ export type SsoConfigurationEvent = EventOf<(typeof ssoConfigurationEvents)[numb
 /** The event types of the configuration's stream, for its consumers. */
 export const SSO_CONFIGURATION_EVENT_TYPES = ssoConfigurationEvents.map((schema) => schema.type);
 export type SamlLoginEvent = EventOf<(typeof samlLoginEvents)[number]>;
+export type SamlLoginsRefused = EventOf<typeof samlLoginsRefused>;

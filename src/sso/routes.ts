@@ -8,14 +8,15 @@ import type { AppContext } from '../app-context.ts';
 import { commandContextOf, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { defineRoute } from '../http/route.ts';
-import { ID_MAX, SAML_CALLBACK_BODY_LIMIT_BYTES, SAML_RESPONSE_MAX, URL_MAX } from '../http/limits.ts';
-import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit } from '../http/token-buckets.ts';
-import { DomainError } from '../event-store/decider.ts';
+import {
+  ID_MAX, SAML_CALLBACK_BODY_LIMIT_BYTES, SAML_RESPONSE_MAX, SAML_RESPONSE_XML_MAX_BYTES, SAML_XML_ATTRIBUTES_MAX, SAML_XML_DEPTH_MAX, SAML_XML_ELEMENTS_MAX, URL_MAX,
+} from '../http/limits.ts';
 import { confirmSsoTrustChange, discardSsoTrustChange, updateSsoConfiguration } from './commands.ts';
 import { getSsoConfiguration, type PendingTrustChangeView, type SsoConfigurationView } from '../../projections/sso/queries.ts';
 import { SAML_TRUST_SETTINGS } from './events.ts';
 import { generateSpMetadata } from './saml.ts';
-import { finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from './saml-flow.ts';
+import { PER_CLIENT_WAITING_MAX, WAITING_MAX } from './saml-verifier.ts';
+import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from './saml-flow.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from './settings-input.ts';
 
 export const SCIM_BASE_PATH = '/api/scim/v2';
@@ -108,18 +109,15 @@ const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-
 const SSO_AUTH = { modes: ['session', 'apiKey'], scope: 'sso:manage' } as const;
 const changeParams = z.object({ changeId: z.string().max(ID_MAX) });
 
-/**
- * Refused SAML callbacks per client address: each one is audited (an event), so a flood of junk posts
- * is cut off before validation once an address has used its allowance. Browsers behind one corporate
- * address rarely fail a login; 5 a second with bursts of 50, per process, as for SCIM's failed
- * authentications.
- */
-export const DEFAULT_SAML_CALLBACK_FAILURE_LIMIT: TokenBucketLimit = { perSecond: 5, burst: 50 };
+const SAML_CALLBACK_URL = '/api/auth/saml/callback/:employerId';
 
-export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimit?: TokenBucketLimit }): RoutePlugin {
+export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
   return async function registerSsoRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
-    const callbackFailures = createTokenBuckets(options.callbackFailureLimit ?? DEFAULT_SAML_CALLBACK_FAILURE_LIMIT);
     const configurationOf = async (principal: Principal) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
+    // The callback's limit is spent before its body is read or parsed (src/sso/saml-flow.ts).
+    fastify.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.url === SAML_CALLBACK_URL) admitSamlCallback(ctx, request, reply);
+    });
     defineRoute(fastify, ctx, {
       method: 'GET',
       url: '/api/employer/sso',
@@ -213,9 +211,15 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
 
     defineRoute(fastify, ctx, {
       method: 'POST',
-      url: '/api/auth/saml/callback/:employerId',
+      url: SAML_CALLBACK_URL,
       summary: 'SAML assertion consumer service (HTTP-POST binding)',
-      description: 'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason` and are audited; a client address (an IPv6 address by its /64) with too many refusals (5/s, bursts of 50) gets 429 before validation.',
+      description:
+        'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason`; ' +
+        'those of an employer whose SAML is on are counted per minute and reason, each minute one audit entry (auth.saml.logins_refused), and the others are not recorded. ' +
+        'Each callback spends one of its client address\'s allowance (an IPv6 address by its /64; 5/s, bursts of 50; a login that succeeds gives it back) before its body is read: past it, 429. ' +
+        `The response is at most ${SAML_RESPONSE_XML_MAX_BYTES / 1024} KiB of XML, ${SAML_XML_ELEMENTS_MAX} elements, ${SAML_XML_ATTRIBUTES_MAX} attributes and ${SAML_XML_DEPTH_MAX} levels deep (else 401, reason MALFORMED), ` +
+        'checked before it is parsed; it is parsed and verified in worker threads, responses waiting their turn round-robin by client address: ' +
+        `more than ${PER_CLIENT_WAITING_MAX} waiting from one address is 429, more than ${WAITING_MAX} in all 503 SAML_BUSY, both with retry-after.`,
       tags: ['SSO'],
       auth: { public: true },
       params: employerParams,
@@ -228,18 +232,10 @@ export function ssoRoutes(options: { idpMetadataCa?: string; callbackFailureLimi
         302: { description: 'To the sign-in exchange (or the returnTo carrying the token)' },
         401: { description: 'Response refused (reason in the body)' },
         403: { description: 'User deactivated' },
-        429: { description: 'Too many refused callbacks from this client address (retry-after); not validated, not audited' },
+        429: { description: 'Too many callbacks from this client address (retry-after); not read, not counted' },
+        503: { description: 'SAML_BUSY: too many responses waiting to be verified (retry-after)' },
       },
-      handler: async ({ params, body, request, reply }) => {
-        const client = clientAddressKey(request.ip);
-        assertAllowed(callbackFailures.peek(client), reply, 'Too many refused SAML responses from this address');
-        try {
-          return reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request.ip), 302);
-        } catch (error) {
-          if (error instanceof DomainError && error.status < 500) callbackFailures.take(client);
-          throw error;
-        }
-      },
+      handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request, reply), 302),
     });
 
     defineRoute(fastify, ctx, {

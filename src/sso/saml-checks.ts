@@ -56,6 +56,57 @@ const ALLOWED_DIGEST_ALGORITHMS = new Set([
   'http://www.w3.org/2001/04/xmlenc#sha512',
 ]);
 
+export type XmlBudget = { elements: number; attributes: number; depth: number };
+
+/**
+ * Counts elements, attributes and nesting in one pass over the text, stopping at the first bound passed,
+ * before any parser builds a tree: a parse costs per node, so a small body of many nodes could cost
+ * seconds. Exact for well-formed XML, where '<' starts markup everywhere outside comments, CDATA
+ * sections and processing instructions; whatever else the text is, the parser refuses it afterwards.
+ */
+export function requireXmlWithinBudget(xml: string, budget: XmlBudget): void {
+  const refuse = (what: string) => {
+    throw new SamlValidationError('MALFORMED', `The SAML message has more ${what} than a SAML response holds.`);
+  };
+  let elements = 0;
+  let attributes = 0;
+  let depth = 0;
+  let open = xml.indexOf('<');
+  while (open !== -1) {
+    const next = xml[open + 1];
+    let close: number;
+    if (next === '/') {
+      depth -= 1;
+      close = xml.indexOf('>', open);
+    } else if (next === '!' || next === '?') {
+      const terminator = xml.startsWith('<!--', open) ? '-->' : xml.startsWith('<![CDATA[', open) ? ']]>' : next === '?' ? '?>' : '>';
+      close = xml.indexOf(terminator, open);
+    } else {
+      // A start tag: its end is the first '>' outside quoted attribute values.
+      let quote = '';
+      close = -1;
+      for (let index = open + 1; index < xml.length; index++) {
+        const char = xml[index];
+        if (quote) {
+          if (char === quote) quote = '';
+        } else if (char === '"' || char === "'") quote = char;
+        else if (char === '=') attributes += 1;
+        else if (char === '>') {
+          close = index;
+          break;
+        }
+      }
+      elements += 1;
+      if (xml[close - 1] !== '/') depth += 1;
+      if (elements > budget.elements) refuse('elements');
+      if (attributes > budget.attributes) refuse('attributes');
+      if (depth > budget.depth) refuse('levels of nesting');
+    }
+    if (close === -1) return;
+    open = xml.indexOf('<', close);
+  }
+}
+
 /** Parses XML strictly; a DTD is refused outright (no entity expansion, nothing SAML needs). */
 export function parseSamlXml(xml: string): Document {
   if (/<!DOCTYPE/i.test(xml)) throw new SamlValidationError('MALFORMED', 'The SAML message carries a DTD, which is not allowed.');

@@ -1,10 +1,16 @@
 // The service-provider-initiated SAML login of one employer, from the redirect to the IdP to the
 // sign-in token: settings from the read model, protocol state in Postgres, the user resolved or
-// provisioned, and every outcome recorded as a SamlLogin* event (the audit trail).
+// provisioned, a successful login recorded as an event and refusals counted (saml-refusals.ts).
+//
+// The callback's CPU budget: every callback spends a token of its client address's bucket before its
+// body is read (a login that succeeds gives it back), its body and XML are bounded and screened before
+// any parser runs, and the parsing and signature checks run in the verifier's worker threads.
 import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
+import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit, type TokenBuckets } from '../http/token-buckets.ts';
 import { issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
 import { emailUnavailable } from '../tenants/email-reservation.ts';
@@ -14,9 +20,41 @@ import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
 import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
 import type { SamlLoginEvent, SamlLoginFailureReason, SsoSettings } from './events.ts';
 import { samlLoginDecider, samlLoginStream } from './saml-login.ts';
+import { createSamlRefusalCounter, type SamlRefusalCounter } from './saml-refusals.ts';
 import { postgresAssertionReplayCache, postgresSamlRequestStore } from './saml-stores.ts';
+import { createSamlVerifier, SamlVerifierBusyError, type SamlVerifier, type SamlVerifierOptions } from './saml-verifier.ts';
 
 const SAML_ACTOR = { type: 'system', id: 'saml' } as const;
+
+/**
+ * Callbacks per client address: 5 a second with bursts of 50, per process, as for SCIM's failed
+ * authentications. Browsers behind one corporate address rarely fail a login, and a login that
+ * succeeds gives its token back, so in effect this limits refusals and callbacks in progress.
+ */
+export const DEFAULT_SAML_CALLBACK_LIMIT: TokenBucketLimit = { perSecond: 5, burst: 50 };
+
+/** The per-process parts of SAML sign-in (AppContext.saml), installed by the sso capability. */
+export type SamlRuntime = { verifier: SamlVerifier; refusals: SamlRefusalCounter; callbacksByAddress: TokenBuckets };
+
+export function installSamlRuntime(ctx: AppContext, options: { callbackLimit: TokenBucketLimit; verifier?: Omit<SamlVerifierOptions, 'threads'> }): void {
+  const verifier = createSamlVerifier({ threads: ctx.config.SAML_VERIFY_THREADS, ...options.verifier });
+  const refusals = createSamlRefusalCounter({ pool: ctx.db.slonik, logger: ctx.logger });
+  ctx.saml = { verifier, refusals, callbacksByAddress: createTokenBuckets(options.callbackLimit) };
+  ctx.shutdownHooks.push(async () => {
+    await refusals.stop();
+    await verifier.close();
+  });
+}
+
+function samlRuntime(ctx: AppContext): SamlRuntime {
+  if (!ctx.saml) throw new Error('SAML sign-in needs the sso capability');
+  return ctx.saml;
+}
+
+/** Before the callback's body is read: a token of the client address, else 429 with retry-after. */
+export function admitSamlCallback(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): void {
+  assertAllowed(samlRuntime(ctx).callbacksByAddress.take(clientAddressKey(request.ip)), reply, 'Too many refused SAML responses from this address');
+}
 
 /** The SP's own URLs for an employer: what its IdP administrator enters, and what responses must name. */
 export function serviceProviderUrls(ctx: AppContext, employerId: string) {
@@ -65,34 +103,20 @@ export async function startSamlLogin(ctx: AppContext, employerId: string, return
   }
   // returnTo is kept with the request id rather than in RelayState (unsigned, 80 bytes at most).
   const { redirectUrl } = await createAuthnRequestRedirect(settings, postgresSamlRequestStore(ctx.db.slonik, target), '');
+  samlRuntime(ctx).verifier.warm();
   return redirectUrl;
 }
 
-async function recordLogin(ctx: AppContext, employerId: string, event: SamlLoginEvent, context: CommandContext) {
-  await handleCommand(ctx.commands, {
-    streamName: samlLoginStream(employerId, event.data.loginId),
-    decider: samlLoginDecider,
-    command: { type: 'RecordSamlLogin', event },
-    context,
-  });
-}
-
-async function refuse(ctx: AppContext, employerId: string, reason: SamlLoginFailureReason, clientIp: string, error: DomainError): Promise<never> {
-  const event: SamlLoginEvent = { type: 'SamlLoginFailed', data: { loginId: randomUUID(), reason, clientIp } };
-  await recordLogin(ctx, employerId, event, { tenantId: employerId, actor: SAML_ACTOR });
-  throw error;
-}
+type Refuse = (reason: SamlLoginFailureReason, error: DomainError) => never;
 
 /** The local user of a verified login: found by e-mail within the employer, or provisioned as a PATIENT. */
-async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin, clientIp: string): Promise<{ userId: string; provisioned: boolean }> {
+async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin, refuse: Refuse): Promise<{ userId: string; provisioned: boolean }> {
   for (let attempt = 1; ; attempt++) {
     const existing = await findUserByEmail(ctx.db.slonik, login.email);
     if (existing && existing.employer_id !== employerId) {
-      return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp, emailUnavailable());
+      refuse('EMAIL_IN_OTHER_EMPLOYER', emailUnavailable());
     }
-    if (existing && !existing.active) {
-      return refuse(ctx, employerId, 'USER_DEACTIVATED', clientIp, new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.'));
-    }
+    if (existing && !existing.active) refuse('USER_DEACTIVATED', new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.'));
     if (existing) return { userId: existing.id, provisioned: false };
     try {
       const { userId } = await registerUser(ctx.commands, { tenantId: employerId, actor: SAML_ACTOR }, {
@@ -107,31 +131,37 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
       // A concurrent first login (or SCIM) registered the address meanwhile: look again, once. Still
       // unavailable, it is held or its domain verified by another employer: one refusal for both.
       if (!(error instanceof DomainError && error.code === 'EMAIL_UNAVAILABLE')) throw error;
-      if (attempt > 1) return refuse(ctx, employerId, 'EMAIL_IN_OTHER_EMPLOYER', clientIp, emailUnavailable());
+      if (attempt > 1) refuse('EMAIL_IN_OTHER_EMPLOYER', emailUnavailable());
     }
   }
 }
 
-/** Validates an IdP's POSTed response and returns where to send the browser (a sign-in token link). */
-export async function finishSamlLogin(ctx: AppContext, employerId: string, samlResponse: string, clientIp: string): Promise<string> {
-  let settings: SamlSpSettings;
-  try {
-    settings = await enabledSpSettings(ctx, employerId);
-  } catch (error) {
-    if (error instanceof DomainError && error.code === 'SAML_NOT_ENABLED') return refuse(ctx, employerId, 'SAML_NOT_ENABLED', clientIp, error);
+/**
+ * Validates an IdP's POSTed response and returns where to send the browser (a sign-in token link).
+ * An unknown employer (404) or one whose SAML is off (400) is refused before anything is counted.
+ */
+export async function finishSamlLogin(ctx: AppContext, employerId: string, samlResponse: string, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  const settings = await enabledSpSettings(ctx, employerId);
+  const { verifier, refusals, callbacksByAddress } = samlRuntime(ctx);
+  const refuse: Refuse = (reason, error) => {
+    refusals.count(employerId, reason, request.ip);
     throw error;
-  }
+  };
   const requests = postgresSamlRequestStore(ctx.db.slonik);
   let login: SamlLogin;
   try {
-    login = await validateSamlResponse(settings, { requests, replayCache: postgresAssertionReplayCache(ctx.db.slonik) }, samlResponse);
+    const stores = { requests, replayCache: postgresAssertionReplayCache(ctx.db.slonik) };
+    login = await validateSamlResponse(settings, stores, samlResponse, (spSettings, response) => verifier.verify(request.ip, spSettings, response));
   } catch (error) {
+    if (error instanceof SamlVerifierBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
     if (!(error instanceof SamlValidationError)) throw error;
-    return refuse(ctx, employerId, error.reason, clientIp, new DomainError(401, 'SAML_RESPONSE_REJECTED', error.message, { reason: error.reason }));
+    refuse(error.reason, new DomainError(401, 'SAML_RESPONSE_REJECTED', error.message, { reason: error.reason }));
   }
-  const { userId, provisioned } = await resolveUser(ctx, employerId, login, clientIp);
+  const { userId, provisioned } = await resolveUser(ctx, employerId, login, refuse);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
-  await recordLogin(ctx, employerId, { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } }, context);
+  const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } };
+  await handleCommand(ctx.commands, { streamName: samlLoginStream(employerId, event.data.loginId), decider: samlLoginDecider, command: { type: 'RecordSamlLogin', event }, context });
   const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });
+  callbacksByAddress.refund(clientAddressKey(request.ip));
   return postLoginLocation(signIn, requests.consumedReturnTo());
 }

@@ -1,6 +1,7 @@
-// The record of one SAML login attempt: stream tenant-<employerId>.samlLogin-<loginId>, one event each,
-// success or failure. They exist for the audit trail (auth.saml.login, auth.saml.login_failed); a
-// stream per attempt keeps concurrent logins of one employer from contending for one stream.
+// The record of one successful SAML login: stream tenant-<employerId>.samlLogin-<loginId>, one event
+// each, for the audit trail (auth.saml.login); a stream per login keeps concurrent logins of one
+// employer from contending for one stream. Refusals are counted instead (saml-refusals.ts); streams of
+// older refusals hold one SamlLoginFailed each (auth.saml.login_failed).
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { SamlLoginEvent } from './events.ts';

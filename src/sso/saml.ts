@@ -3,10 +3,12 @@
 //
 // node-saml 5.1 verifies the signatures (only against the configured certificates, never KeyInfo; only
 // the signed bytes are used), audience and Conditions times. Everything else is checked here, in this order:
-// DTD/well-formedness, SHA-1 and unknown algorithms, IdP status, one assertion only (wrapping), some
-// signature present, node-saml, then on the verified assertion: issuers, Destination, bearer Recipient and
-// time window, InResponseTo, e-mail; last the two state changes, replay cache then request consumption
-// (in that order so that a replayed response is reported as REPLAYED, not as an unknown request).
+// size and shape before parsing (screenSamlResponse), DTD/well-formedness, SHA-1 and unknown algorithms,
+// IdP status, one assertion only (wrapping), some signature present, node-saml, then on the verified
+// assertion: issuers, Destination, bearer Recipient and time window, InResponseTo, e-mail (all of these,
+// verifySamlResponse, need no state and may run in a worker thread); last the two state changes, replay
+// cache then request consumption (in that order so that a replayed response is reported as REPLAYED, not
+// as an unknown request).
 //
 // Decisions where the spec is silent:
 // - Accepted signatures: the whole Response (covering its assertion), or the Assertion inside an unsigned
@@ -39,17 +41,19 @@ import {
   requireSingleAssertion,
   requireSomeSignature,
   requireSuccessStatus,
+  requireXmlWithinBudget,
 } from './saml-checks.ts';
 import type { SamlFailureReason } from './saml-checks.ts';
-import { EMAIL_MAX } from '../http/limits.ts';
+import { EMAIL_MAX, SAML_RESPONSE_MAX, SAML_RESPONSE_XML_MAX_BYTES, SAML_XML_ATTRIBUTES_MAX, SAML_XML_DEPTH_MAX, SAML_XML_ELEMENTS_MAX } from '../http/limits.ts';
 
 export { SAML_FAILURE_REASONS, SamlValidationError } from './saml-checks.ts';
 export type { SamlFailureReason } from './saml-checks.ts';
 
 export const EMAIL_NAME_ID_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 export const AUTHN_REQUEST_TTL_MS = 15 * 60 * 1000;
-// Far above any real IdP response (a few KiB to tens of KiB), far below anything that strains the parser.
-const MAX_RESPONSE_BYTES = 512 * 1024;
+const XML_BUDGET = { elements: SAML_XML_ELEMENTS_MAX, attributes: SAML_XML_ATTRIBUTES_MAX, depth: SAML_XML_DEPTH_MAX };
+// Base64 as IdPs send it: some break it into lines.
+const BASE64 = /^[A-Za-z0-9+/\s]*=*\s*$/;
 
 export type SamlSpSettings = {
   employerId: string;
@@ -171,11 +175,27 @@ function resolveEmail(settings: SamlSpSettings, nameId: string, nameIdFormat: st
   return parsed.data;
 }
 
-/** Validates a base64 SAMLResponse (HTTP-POST binding) and returns the login it carries, or throws SamlValidationError. */
-export async function validateSamlResponse(settings: SamlSpSettings, stores: SamlStores, samlResponseBase64: string): Promise<SamlLogin> {
-  if (samlResponseBase64.length > (MAX_RESPONSE_BYTES * 4) / 3) {
-    throw new SamlValidationError('MALFORMED', 'The SAML response is too large.');
-  }
+/**
+ * Cheap checks of a base64 SAMLResponse before anything parses it (microseconds per KiB): its length,
+ * its alphabet, the decoded size, and its count of elements, attributes and nesting levels.
+ */
+export function screenSamlResponse(samlResponseBase64: string): void {
+  if (samlResponseBase64.length > SAML_RESPONSE_MAX) throw new SamlValidationError('MALFORMED', 'The SAML response is too large.');
+  if (!BASE64.test(samlResponseBase64)) throw new SamlValidationError('MALFORMED', 'The SAML response is not base64.');
+  const xml = Buffer.from(samlResponseBase64, 'base64').toString('utf8');
+  if (Buffer.byteLength(xml) > SAML_RESPONSE_XML_MAX_BYTES) throw new SamlValidationError('MALFORMED', 'The SAML response is too large.');
+  requireXmlWithinBudget(xml, XML_BUDGET);
+}
+
+/** What a response proves once its signature and content are verified; the two state checks (replay, request) remain. */
+export type VerifiedSamlResponse = { login: SamlLogin; inResponseTo: string; rememberUntil: Date };
+
+/**
+ * Everything about a screened response that needs no state: parsing, the structural checks, node-saml's
+ * signature verification, and the checks on the verified assertion. CPU only, so it can run in a
+ * worker thread (saml-verifier.ts).
+ */
+export async function verifySamlResponse(settings: SamlSpSettings, samlResponseBase64: string): Promise<VerifiedSamlResponse> {
   const doc = parseSamlXml(Buffer.from(samlResponseBase64, 'base64').toString('utf8'));
   const response = requireResponseRoot(doc);
   refuseWeakAlgorithms(doc);
@@ -193,24 +213,40 @@ export async function validateSamlResponse(settings: SamlSpSettings, stores: Sam
   requireAgreeingResponseInResponseTo(response, confirmation.inResponseTo);
   const content = readAssertionContent(verifiedAssertion);
   const email = resolveEmail(settings, content.nameId, content.nameIdFormat, content.attributes);
-
   const validUntil = Math.min(confirmation.notOnOrAfter.getTime(), content.conditionsNotOnOrAfter?.getTime() ?? Infinity);
-  if (!(await stores.replayCache.remember(content.assertionId, settings.employerId, new Date(validUntil + settings.clockSkewMs)))) {
-    throw new SamlValidationError('REPLAYED', 'This SAML assertion has already been used; sign in again.');
-  }
-  if (!(await stores.requests.consume(confirmation.inResponseTo, settings.employerId))) {
-    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response answers no outstanding sign-in request of this employer (expired, already used, or never made here); sign in again.');
-  }
 
   const firstAttributeValue = (name: string | undefined) => (name ? content.attributes[name]?.[0] : undefined);
   return {
-    nameId: content.nameId,
-    nameIdFormat: content.nameIdFormat,
-    email,
-    firstName: firstAttributeValue(settings.firstNameAttribute),
-    lastName: firstAttributeValue(settings.lastNameAttribute),
-    assertionId: content.assertionId,
-    sessionNotOnOrAfter: content.sessionNotOnOrAfter,
-    attributes: content.attributes,
+    login: {
+      nameId: content.nameId,
+      nameIdFormat: content.nameIdFormat,
+      email,
+      firstName: firstAttributeValue(settings.firstNameAttribute),
+      lastName: firstAttributeValue(settings.lastNameAttribute),
+      assertionId: content.assertionId,
+      sessionNotOnOrAfter: content.sessionNotOnOrAfter,
+      attributes: content.attributes,
+    },
+    inResponseTo: confirmation.inResponseTo,
+    rememberUntil: new Date(validUntil + settings.clockSkewMs),
   };
+}
+
+export type SamlResponseVerifier = (settings: SamlSpSettings, samlResponseBase64: string) => Promise<VerifiedSamlResponse>;
+
+/**
+ * Validates a base64 SAMLResponse (HTTP-POST binding) and returns the login it carries, or throws
+ * SamlValidationError. `verify` does the parsing and cryptography: in this thread by default, in a
+ * worker thread when the service passes its verifier.
+ */
+export async function validateSamlResponse(settings: SamlSpSettings, stores: SamlStores, samlResponseBase64: string, verify: SamlResponseVerifier = verifySamlResponse): Promise<SamlLogin> {
+  screenSamlResponse(samlResponseBase64);
+  const { login, inResponseTo, rememberUntil } = await verify(settings, samlResponseBase64);
+  if (!(await stores.replayCache.remember(login.assertionId, settings.employerId, rememberUntil))) {
+    throw new SamlValidationError('REPLAYED', 'This SAML assertion has already been used; sign in again.');
+  }
+  if (!(await stores.requests.consume(inResponseTo, settings.employerId))) {
+    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response answers no outstanding sign-in request of this employer (expired, already used, or never made here); sign in again.');
+  }
+  return login;
 }

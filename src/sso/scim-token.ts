@@ -3,7 +3,7 @@
 // random secret, never about the secret, so no constant-time loop over candidates is needed.
 import { randomUUID } from 'node:crypto';
 import { SCIM_TOKENS_CHANGED_CHANNEL } from '../../projections/sso/projection.ts';
-import { findScimTokenOwner } from '../../projections/sso/queries.ts';
+import { currentScimTokenHashes, findScimTokenOwner } from '../../projections/sso/queries.ts';
 import type { AppContext } from '../app-context.ts';
 import { createNotifiedCache, type NotifiedCache } from '../db/notified-cache.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
@@ -18,16 +18,40 @@ export function newScimToken(): { token: string; tokenId: string; tokenHash: str
 
 type TokenOwner = { employerId: string; tokenId: string };
 
-export type ScimTokenCache = NotifiedCache<TokenOwner | null>;
+export type ScimTokenCache = NotifiedCache<TokenOwner | null> & {
+  /** Whether `tokenHash` is the hash of a current SCIM token, without a database read (waits for a reload under way). */
+  exists(tokenHash: string): Promise<boolean>;
+};
 
 /**
  * Lookups are cached per process by token hash, unknown hashes too (src/db/notified-cache.ts). Every
  * change to an SSO configuration clears the cache in every process (NOTIFY from projections/sso/projection.ts),
- * so a rotated or disabled token fails as soon as the change is in the read model. Created once at
- * start-up by the sso capability (ctx.scimTokens).
+ * so a rotated or disabled token fails as soon as the change is in the read model. The process also
+ * holds the hashes of all current tokens (one per employer with SCIM), read at start-up and again on
+ * each such change, so the rate limit tells a real token from a guess before any lookup. Created once
+ * at start-up by the sso capability (ctx.scimTokens).
  */
-export function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCache> {
-  return createNotifiedCache({
+export async function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCache> {
+  let current = new Set(await currentScimTokenHashes(ctx.db.slonik));
+  // Reloads asked for while one runs are served by one more run, which reads after them.
+  let asked = 0;
+  let reloading: Promise<void> | null = null;
+  const reload = () => {
+    asked += 1;
+    reloading ??= (async () => {
+      for (let served = 0; served < asked; ) {
+        const serving = asked;
+        current = new Set(await currentScimTokenHashes(ctx.db.slonik));
+        served = serving;
+      }
+    })().finally(() => {
+      asked = 0;
+      reloading = null;
+    });
+    reloading.catch((error: unknown) => ctx.logger.error({ err: error }, 'reading the current SCIM tokens failed; the next change reads them again'));
+  };
+  const stopListening = await ctx.notifications.listen(SCIM_TOKENS_CHANGED_CHANNEL, reload);
+  const cache = await createNotifiedCache<TokenOwner | null>({
     notifications: ctx.notifications,
     channel: SCIM_TOKENS_CHANGED_CHANNEL,
     ttlMs: 60_000,
@@ -37,6 +61,24 @@ export function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCache> {
       return row ? { employerId: row.employer_id, tokenId: row.scim_token_id } : null;
     },
   });
+  return {
+    ...cache,
+    async exists(tokenHash) {
+      await reloading?.catch(() => {});
+      return current.has(tokenHash);
+    },
+    stop() {
+      stopListening();
+      cache.stop();
+    },
+  };
+}
+
+/** Whether `rawToken` is a current SCIM token, as far as this process knows without a database read. */
+export async function isCurrentScimToken(ctx: AppContext, rawToken: string): Promise<boolean> {
+  if (!SCIM_TOKEN_SHAPE.test(rawToken)) return false;
+  if (!ctx.scimTokens) throw new Error('SCIM token lookup needs the sso capability');
+  return ctx.scimTokens.exists(sha256Hex(rawToken));
 }
 
 /**

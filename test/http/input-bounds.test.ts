@@ -2,7 +2,7 @@
 // route's error shape, and an over-large body is refused with 413 naming the limit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { BODY_LIMIT_BYTES, HEADERS_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
+import { BODY_LIMIT_BYTES, HEADERS_LIMIT_BYTES, SAML_CALLBACK_BODY_LIMIT_BYTES, SCIM_TEXT_MAX } from '../../src/http/limits.ts';
 import { MAX_PATCH_OPERATIONS } from '../../src/scim/patch.ts';
 import { SCIM_ERROR_SCHEMA } from '../support/error-shapes.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -143,9 +143,9 @@ describe('input bounds', () => {
     const form = await fetch(`${service.url}/api/auth/saml/callback/${tenant.employerId}`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: `SAMLResponse=${'A'.repeat(BODY_LIMIT_BYTES + 1)}`,
+      body: `SAMLResponse=${'A'.repeat(SAML_CALLBACK_BODY_LIMIT_BYTES + 1)}`,
     });
     expect(form.status).toBe(413);
-    expect(await form.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: BODY_LIMIT_BYTES });
+    expect(await form.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: SAML_CALLBACK_BODY_LIMIT_BYTES });
   });
 });

@@ -46,7 +46,9 @@ describe('HTTP request and header timeouts', () => {
   });
 
   it('answers 408 and closes a connection whose body keeps trickling in', async () => {
-    const { answer, elapsedMs } = await dripUntilClosed('POST /api/auth/logout HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n', ' ');
+    // A public route: a caller that must authenticate is answered before its body is read.
+    const request = 'POST /api/auth/saml/callback/emp_slow HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n';
+    const { answer, elapsedMs } = await dripUntilClosed(request, 'A');
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
     expect(elapsedMs).toBeGreaterThanOrEqual(1000);
   });

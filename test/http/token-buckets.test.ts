@@ -25,3 +25,20 @@ describe('clientAddressKey', () => {
     expect(buckets.take(clientAddressKey('198.51.100.2')).allowed).toBe(true);
   });
 });
+
+describe('createTokenBuckets', () => {
+  it('takes a token back on refund, never past the burst', () => {
+    const buckets = createTokenBuckets({ perSecond: 0.0001, burst: 2 }, () => 0);
+    buckets.take('client');
+    buckets.take('client');
+    expect(buckets.take('client').allowed).toBe(false);
+    buckets.refund('client');
+    expect(buckets.take('client').allowed).toBe(true);
+    buckets.refund('client');
+    buckets.refund('client');
+    buckets.refund('client');
+    expect([buckets.take('client').allowed, buckets.take('client').allowed, buckets.take('client').allowed]).toEqual([true, true, false]);
+    buckets.refund('never seen');
+    expect(buckets.peek('never seen')).toEqual({ allowed: true });
+  });
+});

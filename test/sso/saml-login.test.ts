@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changeUser, registerUser } from '../../src/tenants/commands.ts';
 import { ATTACKER_EMAIL, createTestIdp, type CraftResponseOptions, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
-import { enableSaml, followSignIn, postCallback, postSso, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
+import { enableSaml, followSignIn, postCallback, postSso, recordSamlRefusals, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
 
 const ALLOWED_APP = 'https://app.example.test';
 
@@ -101,7 +101,7 @@ describe('resolving the local user', () => {
     expect((await sessionOf((await followSignIn(again.location!)).cookie!)).body.user.id).toBe(rehiredId);
   });
 
-  it('refuses a deactivated user, with an audit record and no sign-in link', async () => {
+  it('refuses a deactivated user, with a counted refusal and no sign-in link', async () => {
     const tenant = await samlTenant();
     const first = await postCallback(service, tenant.employerId, await craftAnswer(tenant, { email: 'leaver@acme.test' }));
     const userId = (await sessionOf((await followSignIn(first.location!)).cookie!)).body.user.id;
@@ -111,7 +111,11 @@ describe('resolving the local user', () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ code: 'USER_DEACTIVATED' });
     expect(refused.location).toBeNull();
-    expect((await auditOf(tenant.employerId)).at(-1)).toMatchObject({ action: 'auth.saml.login_failed', details: { reason: 'USER_DEACTIVATED' } });
+    await recordSamlRefusals(service);
+    expect((await auditOf(tenant.employerId)).at(-1)).toMatchObject({
+      action: 'auth.saml.logins_refused',
+      details: { refusals: 1, byReason: [{ reason: 'USER_DEACTIVATED', refusals: 1, clientAddresses: ['127.0.0.1'] }] },
+    });
   });
 
   it('refuses an address that belongs to a user of another employer', async () => {
@@ -124,7 +128,7 @@ describe('resolving the local user', () => {
   });
 });
 
-describe('refused responses: 4xx with a reason, an audit record, and no session', () => {
+describe('refused responses: 4xx with a reason, a counted refusal, and no session', () => {
   const now = Date.now();
   const cases: Array<[string, Partial<CraftResponseOptions>, string, 'other-key'?]> = [
     ['a signature by another key (its certificate in KeyInfo)', { signed: 'both' }, 'SIGNATURE_INVALID', 'other-key'],
@@ -147,9 +151,10 @@ describe('refused responses: 4xx with a reason, an audit record, and no session'
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({ code: 'SAML_RESPONSE_REJECTED', reason, message: expect.stringMatching(/(SAML|assertion).{20,}/) });
     expect(refused.location).toBeNull();
+    await recordSamlRefusals(service);
     const audit = await auditOf(tenant.employerId);
-    expect(audit.map((row) => row.action)).toEqual(['auth.saml.login_failed']);
-    expect(audit[0]!.details).toMatchObject({ reason });
+    expect(audit.map((row) => row.action)).toEqual(['auth.saml.logins_refused']);
+    expect(audit[0]!.details).toMatchObject({ refusals: 1, byReason: [{ reason, refusals: 1 }] });
     const users = await service.ctx.db.slonik.anyFirst(sql.type(z.object({ email: z.string() }))`SELECT email FROM users WHERE employer_id = ${tenant.employerId}`);
     expect(users).toHaveLength(1); // the admin only: nobody was provisioned
   });
@@ -191,7 +196,7 @@ describe('refused responses: 4xx with a reason, an audit record, and no session'
 });
 
 describe('SAML not available', () => {
-  it('answers 400 SAML_NOT_ENABLED for an employer without SAML, and audits a callback', async () => {
+  it('answers 400 SAML_NOT_ENABLED for an employer without SAML, and records nothing of a callback', async () => {
     const tenant = await service.createTenant();
     const start = await startLogin(service, tenant.employerId);
     expect(start.response.status).toBe(400);
@@ -199,7 +204,8 @@ describe('SAML not available', () => {
     const callback = await postCallback(service, tenant.employerId, Buffer.from('<x/>').toString('base64'));
     expect(callback.status).toBe(400);
     expect(callback.body).toMatchObject({ code: 'SAML_NOT_ENABLED' });
-    expect((await auditOf(tenant.employerId)).map((row) => row.details.reason)).toEqual(['SAML_NOT_ENABLED']);
+    await recordSamlRefusals(service);
+    expect(await auditOf(tenant.employerId)).toEqual([]);
   });
 
   it('refuses a login started while SAML was enabled once it is disabled', async () => {
