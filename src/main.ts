@@ -23,6 +23,7 @@ import { createEventStore } from './event-store/create.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
+import { freezePrototypes } from './prototypes.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
@@ -166,15 +167,16 @@ export async function startService(options: {
   }
 
   let server: FastifyInstance | null = null;
-  let url: string | null = null;
   if (roles.includes('api')) {
     server = await buildServer(
       ctx,
       capabilities.flatMap((capability) => capability.routes ?? []),
       { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
-    url = await server.listen({ port: config.PORT, host: config.HOST });
   }
+  // Once every module is loaded (see freezePrototypes), before the first request.
+  freezePrototypes();
+  const url = server ? await server.listen({ port: config.PORT, host: config.HOST }) : null;
 
   let stopping: Promise<void> | null = null;
   return {

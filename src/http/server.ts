@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { sql } from 'slonik';
 import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
+import { DomainError } from '../event-store/decider.ts';
 import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
@@ -80,6 +81,10 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     // Path parameters are bounded by each route's zod schema (400 naming the field, in the route's
     // shape); the router's own limit (414 in fastify's shape) is lifted to what the headers allow.
     routerOptions: { maxParamLength: HEADERS_LIMIT_BYTES },
+    // fastify's own JSON parser, and strictJsonParser for every other JSON type, refuse `__proto__`
+    // and `constructor.prototype` keys (secure-json-parse), however the JSON spells them.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
     frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
@@ -90,7 +95,10 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   });
 
   await fastify.register(fastifyCookie);
+  // Form bodies (the SAML callback) are parsed into objects without a prototype (fast-querystring).
   await fastify.register(fastifyFormbody);
+  fastify.removeContentTypeParser('application/json');
+  acceptJson(fastify, 'application/json');
 
   fastify.setErrorHandler((error, request, reply) => {
     const serviceError = (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? payloadTooLarge(request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : toServiceError(error);
@@ -127,6 +135,36 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
   return fastify;
+}
+
+/**
+ * Parses bodies of `contentType` as JSON, as fastify parses application/json but naming what it
+ * refuses: a key `__proto__` (also written with escapes such as `\u005f_proto__`), or `constructor`
+ * holding `prototype`, is 400 VALIDATION_ERROR. Every JSON media type the service accepts is
+ * registered through here (SCIM's application/scim+json, FHIR's application/fhir+json), so all are
+ * parsed alike; route.ts then refuses every other key naming a prototype member.
+ */
+export function acceptJson(fastify: FastifyInstance, contentType: string): void {
+  const parse = fastify.getDefaultJsonParser('error', 'error');
+  fastify.addContentTypeParser(contentType, { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string; // parseAs: 'string'
+    parse(request, text, (error, value) => {
+      if (error && isJson(text)) {
+        const message = 'a key __proto__, or constructor holding prototype, names a prototype member: no key or path segment may.';
+        done(new DomainError(400, 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] }));
+      } else done(error, value);
+    });
+  });
+}
+
+/** Whether `text` is JSON at all (only asked about a body the strict parser refused). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
