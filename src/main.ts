@@ -23,7 +23,7 @@ import { createEventStore } from './event-store/create.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
-import { freezePrototypes } from './prototypes.ts';
+import { sealPrototypes } from './prototypes.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
@@ -80,6 +80,8 @@ export async function startService(options: {
   /** Extra projections (tests use this to add consumers). */
   extraProjections?: Projection[];
 }): Promise<Service> {
+  // Before any request or event is read (src/prototypes.ts says why sealed, and not frozen).
+  sealPrototypes();
   const { config } = options;
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
@@ -167,16 +169,15 @@ export async function startService(options: {
   }
 
   let server: FastifyInstance | null = null;
+  let url: string | null = null;
   if (roles.includes('api')) {
     server = await buildServer(
       ctx,
       capabilities.flatMap((capability) => capability.routes ?? []),
       { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
+    url = await server.listen({ port: config.PORT, host: config.HOST });
   }
-  // Once every module is loaded (see freezePrototypes), before the first request.
-  freezePrototypes();
-  const url = server ? await server.listen({ port: config.PORT, host: config.HOST }) : null;
 
   let stopping: Promise<void> | null = null;
   return {

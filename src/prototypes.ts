@@ -2,8 +2,8 @@
 // from a request finds what the object inherits when it does not hold that name itself: `__proto__`
 // and `constructor.prototype` lead to Object.prototype (write there and every object in the process
 // has the property), `toString` or `valueOf` to functions shared by the whole process. So every key
-// and path segment of a request is refused when it names one of those (prototypeNameIn), and once the
-// service has loaded its modules the shared prototypes are frozen (freezePrototypes).
+// and path segment of a request is refused when it names one of those (prototypeNameIn), and the
+// shared prototypes are sealed when the service starts (sealPrototypes).
 
 /**
  * `prototype`, and every property an ordinary object inherits (`constructor`, `toString`, `valueOf`,
@@ -31,15 +31,17 @@ export function prototypeNameMessage(name: string): string {
 }
 
 /**
- * Freezes Object.prototype, Array.prototype and Function.prototype: a write that gets past every check
- * then fails (a TypeError in strict code) instead of reaching every object of the process. Called once
- * the service has loaded its modules: xpath (under @node-saml/node-saml), @xmldom/xmldom, ipaddr.js
- * (under fastify) and roarr (under slonik) assign `toString`, `constructor` or `hasOwnProperty` on
- * ordinary objects while they load, which a frozen Object.prototype forbids; a module loaded later
- * (a dynamic import) must not do that.
+ * Seals Object.prototype, Array.prototype and Function.prototype: no property can be added to them
+ * (or removed), so a write that gets past every check cannot leave a property that every object then
+ * inherits (a planted `x-api-key`); it fails, with a TypeError in strict code. Sealed, not frozen:
+ * a frozen prototype's properties are read-only, and assigning a property of that name to an ordinary
+ * object then fails too. Node's HTTP parser does that for each header (`headers[name] = value`), so
+ * one request with a header named `constructor` or `toString` would throw outside any handler and end
+ * the process; xpath (under @node-saml/node-saml), @xmldom/xmldom, ipaddr.js (under fastify) and
+ * roarr (under slonik) do it for `constructor`, `toString` or `hasOwnProperty` while they load.
  */
-export function freezePrototypes(): void {
-  Object.freeze(Object.prototype);
-  Object.freeze(Array.prototype);
-  Object.freeze(Function.prototype);
+export function sealPrototypes(): void {
+  Object.seal(Object.prototype);
+  Object.seal(Array.prototype);
+  Object.seal(Function.prototype);
 }
