@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_NODE_FLAGS } from '../../scripts/service-node-flags.mjs';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { errorShapeProblem } from '../support/error-shapes.ts';
-import { FUZZ_SEED, knownParamValues, realisticValues, requestArbitrary, SCIM_PREFIX, startFuzzTarget, type Caller, type FuzzTarget, type Operation } from '../support/openapi-fuzz.ts';
+import { FUZZ_SEED, knownParamValues, realisticValues, requestArbitrary, SCIM_PREFIX, startFuzzTarget, type Caller, type FuzzRequest, type FuzzTarget, type Operation } from '../support/openapi-fuzz.ts';
 import { registeredRoutes } from '../support/route-list.ts';
 import type { TestService } from '../support/service.ts';
 import { enableScim, GROUP_SCHEMA, PATCH_OP, scimClient, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
@@ -183,6 +183,7 @@ const nameSpelling = fc.constantFrom(...PROTOTYPE_NAMES).chain((name) =>
     name,
     name.toUpperCase(),
     `${name}.polluted`,
+    'constructor.prototype',
     'constructor.prototype.polluted',
     `a.${name}.polluted`,
     `a[${name}][polluted]`,
@@ -246,64 +247,106 @@ function withStringAt(value: unknown, which: number, text: string): unknown {
 
 const JSON_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/scim+json', 'application/fhir+json'];
 
-/** One poisoned position of a request that is otherwise as the route's documentation allows. */
-function poisoned(method: string, url: string, operation: Operation | undefined, target: FuzzTarget): fc.Arbitrary<PoisonedRequest & { position: string }> {
-  const documented = operation ?? {};
-  const base = requestArbitrary(method.toLowerCase(), documented, target.document, realisticValues(target.known), knownParamValues(target.known), ['valid']);
-  const pathParameters = [...url.matchAll(/:(\w+)|\*/g)].map((match) => match[1] ?? '*');
-  const queryNames = (documented.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
-  return fc.record({ base, position: fc.nat(7), name: nameSpelling, value: valueSpelling, encode: urlEncoding, depth: fc.nat(3), contentType: fc.constantFrom(...JSON_TYPES), which: fc.nat(20), escaped: fc.boolean() }).map(
-    ({ base, position, name, value, encode, depth, contentType, which, escaped }) => {
-      const params: Record<string, string> = { ...base.params };
-      const query: [string, string][] = Object.entries(base.query).map(([key, text]) => [encodeURIComponent(key), encodeURIComponent(text)]);
-      const headers: Record<string, string> = {};
-      const json = base.body && 'json' in base.body ? base.body.json : undefined;
-      let body: PoisonedRequest['body'] = json === undefined ? null : { text: JSON.stringify(json), contentType: 'application/json' };
-      const planted = { polluted: true, 'x-api-key': 'planted' };
-      let where: string;
-      switch (pathParameters.length > 0 ? position : (position % 7) + 1) {
-        case 0: {
-          const parameter = pathParameters[which % pathParameters.length]!;
-          params[parameter] = encode(name);
-          where = `path parameter ${parameter}`;
-          break;
-        }
-        case 1:
-          query.push([encode(name), 'polluted']);
-          where = 'query name';
-          break;
-        case 2: {
-          const parameter = queryNames.length > 0 ? queryNames[which % queryNames.length]! : ['filter', 'attributes', '_sort', 'sortBy'][which % 4]!;
-          query.push([encodeURIComponent(parameter), encode(value)]);
-          where = `query value of ${parameter}`;
-          break;
-        }
-        case 3:
-        case 4: {
-          const text = JSON.stringify(withKeyAt(json, depth, name, planted));
-          body = { text: escaped ? escapedKeys(text) : text, contentType };
-          where = `body key at depth ${depth}`;
-          break;
-        }
-        case 5:
-          body = { text: JSON.stringify(withStringAt(json, which, value)), contentType };
-          where = 'body value';
-          break;
-        case 6:
-          body = { text: `${encode(name)}=polluted&${encode(`${name}[x-api-key]`)}=planted`, contentType: 'application/x-www-form-urlencoded' };
-          where = 'form body key';
-          break;
-        default:
-          // Header names are tokens: no brackets, colons or blanks.
-          headers[PROTOTYPE_NAMES[which % PROTOTYPE_NAMES.length]!] = 'planted';
-          headers['x-api-version'] = name;
-          where = 'header';
-      }
-      const path = url.replace(/:(\w+)|\*/g, (_match, parameter: string | undefined) => params[parameter ?? '*'] ?? 'x');
-      // fetch sends no body with GET.
-      return { method, path, query, headers, body: method === 'GET' ? null : body, position: where };
-    },
+/** Where a request carries the name. */
+const POSITIONS = ['path parameter', 'query name', 'query value', 'body key', 'body value', 'form body key', 'SCIM PATCH operation', 'header'] as const;
+type Position = (typeof POSITIONS)[number];
+
+/** The spellings every route gets in every position (the other spellings come at random): those that walked into Object.prototype. */
+const CORE_SPELLINGS = ['constructor.prototype', '__proto__', 'constructor', 'prototype'];
+
+/** How one request is poisoned: the position, the name (and a value holding it), and how it is written. */
+type Poison = { position: Position; name: string; value: string; encode: (text: string) => string; depth: number; contentType: string; which: number; escaped: boolean };
+
+const poisonArbitrary = (positions: readonly Position[]): fc.Arbitrary<Poison> =>
+  fc.record({
+    position: fc.constantFrom(...positions),
+    name: nameSpelling,
+    value: valueSpelling,
+    encode: urlEncoding,
+    depth: fc.nat(3),
+    contentType: fc.constantFrom(...JSON_TYPES),
+    which: fc.nat(20),
+    escaped: fc.boolean(),
+  });
+
+/** The poisons every route gets: each position with each core spelling, in turn percent-encoded, \u-escaped and in each JSON content type. */
+function corePoisons(positions: readonly Position[]): Poison[] {
+  return positions.flatMap((position) =>
+    CORE_SPELLINGS.map((name, index) => ({
+      position,
+      name,
+      value: index % 2 === 0 ? name : `${name} pr`,
+      encode: index % 2 === 0 ? encodeURIComponent : (text: string) => Array.from(new TextEncoder().encode(text), (byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+      depth: index % 3,
+      contentType: JSON_TYPES[index % JSON_TYPES.length]!,
+      which: index,
+      escaped: index % 2 === 1,
+    })),
   );
+}
+
+/** A request to `url` as the route's documentation allows (`base`), with the name in one position. */
+function poisonedRequest(method: string, url: string, operation: Operation, base: FuzzRequest, poison: Poison): PoisonedRequest & { position: string } {
+  const { position, name, value, encode, depth, contentType, which, escaped } = poison;
+  const params: Record<string, string> = { ...base.params };
+  const query: [string, string][] = Object.entries(base.query).map(([key, text]) => [encodeURIComponent(key), encodeURIComponent(text)]);
+  const headers: Record<string, string> = {};
+  const json = base.body && 'json' in base.body ? base.body.json : undefined;
+  let body: PoisonedRequest['body'] = json === undefined ? null : { text: JSON.stringify(json), contentType: 'application/json' };
+  const planted = { polluted: true, 'x-api-key': 'planted' };
+  let where: string = position;
+  switch (position) {
+    case 'path parameter': {
+      const parameters = pathParametersOf(url);
+      const parameter = parameters[which % parameters.length]!;
+      params[parameter] = encode(name);
+      where = `path parameter ${parameter}`;
+      break;
+    }
+    case 'query name':
+      query.push([encode(name), 'polluted']);
+      break;
+    case 'query value': {
+      const documented = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+      const parameter = documented.length > 0 ? documented[which % documented.length]! : ['filter', 'attributes', '_sort', 'sortBy'][which % 4]!;
+      query.push([encodeURIComponent(parameter), encode(value)]);
+      where = `query value of ${parameter}`;
+      break;
+    }
+    case 'body key': {
+      const text = JSON.stringify(withKeyAt(json, depth, name, planted));
+      body = { text: escaped ? escapedKeys(text) : text, contentType };
+      where = `body key at depth ${depth}`;
+      break;
+    }
+    case 'body value':
+      body = { text: JSON.stringify(withStringAt(json, which, value)), contentType };
+      break;
+    case 'form body key':
+      body = { text: `${encode(name)}=polluted&${encode(`${name}[x-api-key]`)}=planted`, contentType: 'application/x-www-form-urlencoded' };
+      break;
+    case 'SCIM PATCH operation': {
+      // The name as an operation's path (add, replace), or as the key of a path-less value.
+      const operations = [{ op: 'replace', path: name, value: planted }, { op: 'add', path: name, value: planted }, { op: 'add', value: { [name]: planted } }];
+      const added = operations[which % operations.length];
+      const patch = isObject(json) && Array.isArray(json.Operations) ? { ...json, Operations: [...json.Operations, added] } : { schemas: [PATCH_OP], Operations: [added] };
+      body = { text: JSON.stringify(patch), contentType };
+      break;
+    }
+    case 'header':
+      // Header names are tokens: no brackets, colons or blanks.
+      headers[PROTOTYPE_NAMES[which % PROTOTYPE_NAMES.length]!] = 'planted';
+      headers['x-api-version'] = name;
+      break;
+  }
+  const path = url.replace(/:(\w+)|\*/g, (_match, parameter: string | undefined) => params[parameter ?? '*'] ?? 'x');
+  // fetch sends no body with GET.
+  return { method, path, query, headers, body: method === 'GET' ? null : body, position: where };
+}
+
+/** The path parameters of a route (`*` for a wildcard). */
+function pathParametersOf(url: string): string[] {
+  return [...url.matchAll(/:(\w+)|\*/g)].map((match) => match[1] ?? '*');
 }
 
 describe('prototype names in every spelling and position, through every route and content type', () => {
@@ -323,23 +366,32 @@ describe('prototype names in every spelling and position, through every route an
       const operation = document.paths[openApiPath]?.[route.method.toLowerCase()];
       const isScim = route.url.startsWith(SCIM_PREFIX);
       const isPublic = !isScim && (operation?.security?.length ?? 0) === 0;
+      const positions = POSITIONS.filter((position) => position !== 'path parameter' || pathParametersOf(route.url).length > 0);
+      const base = requestArbitrary(route.method.toLowerCase(), operation ?? {}, document, realisticValues(target.known), knownParamValues(target.known), ['valid']);
+      let examplesGiven = false;
       for (const caller of callers) {
         if (caller.kind === 'scim' && !isScim) continue;
         const meant = isScim ? caller.kind === 'scim' : isPublic ? caller.kind === 'anonymous' : caller.kind !== 'anonymous';
         const seed = FUZZ_SEED + property++;
+        // The core poisons once per route, as the first caller it is meant for; random ones for every caller.
+        const [sample] = fc.sample(base, { seed, numRuns: 1 });
+        const examples: [FuzzRequest, Poison][] = meant && !examplesGiven && sample ? corePoisons(positions).map((poison): [FuzzRequest, Poison] => [sample, poison]) : [];
+        examplesGiven ||= examples.length > 0;
         const result = await fc.check(
-          fc.asyncProperty(poisoned(route.method, route.url, operation, target), async (request) => {
+          fc.asyncProperty(base, poisonArbitrary(positions), async (request, poison) => {
+            const poisonedOne = poisonedRequest(route.method, route.url, operation ?? {}, request, poison);
             requests++;
-            const { status, problem } = await send(request, caller);
+            const { status, problem } = await send(poisonedOne, caller);
             const key = `${caller.kind} ${Math.floor(status / 100)}xx`;
             statuses.set(key, (statuses.get(key) ?? 0) + 1);
-            if (problem) throw new Error(`${request.position}: ${problem}`);
+            if (problem) throw new Error(`${poisonedOne.position} (${JSON.stringify(poison.name)}): ${problem}`);
           }),
-          { seed, numRuns: meant ? 10 : 3, endOnFailure: true },
+          { seed, numRuns: examples.length + (meant ? 6 : 2), examples, endOnFailure: true },
         );
         if (result.failed) {
-          const example = result.counterexample?.[0];
-          failures.push(`${route.method} ${route.url} as ${caller.name} (seed ${seed}): ${String((result.errorInstance as Error | undefined)?.message ?? result.errorInstance)}\n    request: ${JSON.stringify(example).slice(0, 400)}`);
+          const [request, poison] = result.counterexample ?? [];
+          const shown = poison ? JSON.stringify(poisonedRequest(route.method, route.url, operation ?? {}, request!, poison)) : '';
+          failures.push(`${route.method} ${route.url} as ${caller.name} (seed ${seed}): ${String((result.errorInstance as Error | undefined)?.message ?? result.errorInstance)}\n    request: ${shown.slice(0, 400)}`);
         }
       }
     }
