@@ -214,7 +214,13 @@ export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string
     openapi: '3.1.0',
     info: {
       ...API_VERSION_INFO,
-      description: 'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.',
+      description:
+        'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.\n\n' +
+        'No name in a request may reach an object\'s prototype: a body or query key, a path parameter, or a segment of a path a value holds (SCIM PATCH paths, ' +
+        'filters and attribute lists, FHIR search parameter names; segments end at `.`, `:`, `[` and `]`) that is `prototype` or a member of Object.prototype ' +
+        '(`__proto__`, `constructor`, `toString`, `valueOf`, `hasOwnProperty`, ...), in any case, is 400: VALIDATION_ERROR, or under /api/scim/v2 invalidPath ' +
+        '(a PATCH path), invalidFilter (a filter) or invalidValue (anything else), under /api/fhir an OperationOutcome with issue code invalid.\n\n' +
+        'Instants (date-times with a zone) are taken from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, with a zone offset under 16 hours: others are 400.',
     },
     servers: [{ url: publicBaseUrl }],
   });
