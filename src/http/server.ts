@@ -81,10 +81,6 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     // Path parameters are bounded by each route's zod schema (400 naming the field, in the route's
     // shape); the router's own limit (414 in fastify's shape) is lifted to what the headers allow.
     routerOptions: { maxParamLength: HEADERS_LIMIT_BYTES },
-    // fastify's own JSON parser, and strictJsonParser for every other JSON type, refuse `__proto__`
-    // and `constructor.prototype` keys (secure-json-parse), however the JSON spells them.
-    onProtoPoisoning: 'error',
-    onConstructorPoisoning: 'error',
     frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
@@ -97,6 +93,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifyCookie);
   // Form bodies (the SAML callback) are parsed into objects without a prototype (fast-querystring).
   await fastify.register(fastifyFormbody);
+  // application/json as every other JSON media type (acceptJson).
   fastify.removeContentTypeParser('application/json');
   acceptJson(fastify, 'application/json');
 
