@@ -23,6 +23,7 @@ import { createEventStore } from './event-store/create.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
+import { sealPrototypes } from './prototypes.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
@@ -75,6 +76,8 @@ export async function startService(options: {
   /** Extra projections (tests use this to add consumers). */
   extraProjections?: Projection[];
 }): Promise<Service> {
+  // Before any request or event is read (src/prototypes.ts says why sealed, and not frozen).
+  sealPrototypes();
   const { config } = options;
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;

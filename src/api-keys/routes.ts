@@ -8,7 +8,8 @@ import { commandContextOf, SCOPES, type Principal } from '../auth/principal.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
 import { defineRoute } from '../http/route.ts';
-import { CIDR_LIST_MAX, CIDR_MAX, ID_MAX, NAME_MAX, TIMESTAMP_MAX } from '../http/limits.ts';
+import { instantSchema } from '../http/instant.ts';
+import { CIDR_LIST_MAX, CIDR_MAX, ID_MAX, NAME_MAX } from '../http/limits.ts';
 import { normalizeCidr } from './cidr.ts';
 import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
 import { API_KEY_CHECK_ORDER } from './pipeline.ts';
@@ -41,7 +42,7 @@ const createBody = z.strictObject({
     .optional()
     .meta({ description: 'IPv4/IPv6 CIDRs; a bare address means /32 or /128. Stored normalised. Empty or absent: any address.' })
     .transform((cidrs) => [...new Set(cidrs ?? [])]),
-  expiresAt: z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
+  expiresAt: instantSchema.optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
   rateLimitPerMinute: z.number().int().min(1).max(MAX_RATE_LIMIT_PER_MIN).optional().meta({ description: 'Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN.' }),
 });
 

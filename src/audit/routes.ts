@@ -1,6 +1,6 @@
 // The audit API: an employer's audit entries for its admins, and the public key that verifies the
 // audit chain's signed checkpoints (scripts/verify-audit-chain.mjs --public-key).
-import { TIMESTAMP_MAX } from '../http/limits.ts';
+import { instantSchema } from '../http/instant.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { auditEntry, listAuditEntries } from '../../projections/audit/queries.ts';
@@ -17,8 +17,8 @@ const auditQuery = pageQuery(LIST_PAGE).extend({
     .meta({ description: 'An exact action (`api_key.created`), or a prefix ending in a dot (`scim.`).' }),
   actorId: z.string().min(1).max(MAX_FILTER_LENGTH).optional(),
   targetId: z.string().min(1).max(MAX_FILTER_LENGTH).optional(),
-  from: z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).optional().meta({ description: 'Entries at or after this instant.' }),
-  to: z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).optional().meta({ description: 'Entries before this instant.' }),
+  from: instantSchema.optional().meta({ description: 'Entries at or after this instant.' }),
+  to: instantSchema.optional().meta({ description: 'Entries before this instant.' }),
 });
 
 const auditPage = z.object({ entries: z.array(auditEntry), nextCursor: z.string().nullable() }).meta({ id: 'AuditEntryList' });

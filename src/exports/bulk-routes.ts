@@ -18,7 +18,8 @@ import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../fhir/outcome.ts
 import { FHIR_PATH } from '../fhir/routes.ts';
 import { FHIR_RESOURCE_TYPES } from '../fhir/search-parameters.ts';
 import { defineRoute } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
+import { instantMillis, INSTANT_RANGE_MESSAGE } from '../http/instant.ts';
+import { acceptJson, type RoutePlugin } from '../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from './bulk-data.ts';
 import { getCohort } from '../../projections/patients/queries.ts';
 import { cancelExport, fileStream, getExport, insertExport } from './store.ts';
@@ -64,14 +65,14 @@ function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQue
   const unsupported = requested.filter((type) => !(FHIR_RESOURCE_TYPES as readonly string[]).includes(type));
   if (unsupported.length > 0) throw fhirError(400, `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
   const since = values('_since')[0] ?? null;
-  if (since !== null && (!/^\d{4}-\d{2}-\d{2}T/.test(since) || Number.isNaN(Date.parse(since)))) throw fhirError(400, `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z); got ${since}.`);
+  if (since !== null && instantMillis(since) === undefined) throw fhirError(400, `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}; got ${since}.`);
   const types = requested.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => requested.includes(type)) : [...FHIR_RESOURCE_TYPES];
   return { types, since };
 }
 
 export function bulkDataRoutes(): RoutePlugin {
   return async function bulkDataRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
-    fastify.addContentTypeParser(FHIR_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    acceptJson(fastify, FHIR_CONTENT_TYPE);
 
     const levels = [
       { path: '', summary: 'Start a FHIR Bulk Data export', group: false },

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { dataKey, openPersonal, PersonalDataErasedError } from '../crypto/personal-data.ts';
 import { commandContextOf, type Principal, type RouteAuth } from '../auth/principal.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
+import { acceptJson, type RoutePlugin } from '../http/server.ts';
 import { assertAllowed, createTokenBuckets } from '../http/token-buckets.ts';
 import { FHIR_JSON_VALUES_MAX } from '../http/limits.ts';
 import { findResource } from '../../projections/fhir-resources/queries.ts';
@@ -66,7 +66,7 @@ export function fhirRoutes(): RoutePlugin {
     const limit = ctx.config.FHIR_RATE_LIMIT_PER_MIN;
     const buckets = createTokenBuckets({ perSecond: limit / 60, burst: limit });
 
-    fastify.addContentTypeParser(FHIR_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    acceptJson(fastify, FHIR_CONTENT_TYPE);
     fastify.addHook('onRequest', async (request) => {
       const format = (request.query as Record<string, unknown>)._format;
       if (format !== undefined && !(typeof format === 'string' && JSON_FORMATS.has(format))) throw fhirError(406, 'Only JSON is supported: _format=json.');

@@ -7,6 +7,8 @@ import type { KeyObject } from 'node:crypto';
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { emailBlindIndex } from '../crypto/personal-data.ts';
+import { EARLIEST_INSTANT_MS, END_OF_INSTANTS_MS, instantMillis, utcMillis } from '../http/instant.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
 import { fhirError } from './outcome.ts';
 import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
 
@@ -53,6 +55,9 @@ export function parseSearch(resourceType: FhirResourceType, query: QueryParamete
   const parameters = new Map(SEARCH_PARAMETERS[resourceType].map((parameter) => [parameter.name, parameter]));
   const filters = entries.filter(([name]) => !RESULT_PARAMETERS.has(name));
   const conditions = filters.map(([name, value]) => {
+    // Names come from the query string and from If-None-Exist; the lookups below are a Map and a Set.
+    const prototypeName = prototypeNameIn(name);
+    if (prototypeName !== undefined) throw fhirError(400, prototypeNameMessage(prototypeName));
     if (name.includes(':')) throw fhirError(400, `Search modifiers are not supported (${name}).`);
     const values = splitValues(value);
     if (values.length === 0 || values.length > 100) throw fhirError(400, `${name} needs 1 to 100 comma-separated values.`);
@@ -91,13 +96,33 @@ function valueCondition(parameter: SearchParameter, values: string[], blindIndex
   }
 }
 
-function datePrefix(value: string): { prefix: DatePrefix; date: string } {
+/** A date search value: its prefix, the date as written, and the instants it spans. */
+type DateValue = { prefix: DatePrefix; date: string; start: number; end: number };
+
+/** YYYY[-MM[-DD[Thh:mm[:ss[.fff]][zone]]]] */
+const FHIR_DATE = /^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/;
+
+/**
+ * Reads a date search value: 400 unless it is a calendar date whose span lies within the instants
+ * Postgres and Date agree on (src/http/instant.ts): `_lastUpdated=0000` names no year.
+ */
+function dateValue(value: string): DateValue {
   const prefix = DATE_PREFIXES.find((p) => value.startsWith(p)) ?? 'eq';
   const date = value.startsWith(prefix) ? value.slice(2) : value;
-  if (!/^\d{4}(-\d{2}(-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/.test(date)) {
-    throw fhirError(400, `${value} is not a FHIR date search value (optional prefix eq, gt, ge, lt, le, then YYYY[-MM[-DD[Thh:mm[:ss][zone]]]]).`);
-  }
-  return { prefix, date };
+  const refused = () => fhirError(400, `${value} is not a FHIR date search value (optional prefix eq, gt, ge, lt, le, then YYYY[-MM[-DD[Thh:mm[:ss][zone]]]], a calendar date from year 0001 to 9999).`);
+  const [, year, month, day, hour, , second, fraction, zone] = FHIR_DATE.exec(date) ?? [];
+  if (year === undefined) throw refused();
+  // A time without a zone is UTC.
+  const start = hour === undefined ? utcMillis(Number(year), Number(month ?? 1), Number(day ?? 1)) : instantMillis(`${date.slice(0, 16)}:${second ?? '00'}${fraction ?? ''}${zone ?? 'Z'}`);
+  if (start === undefined || start < EARLIEST_INSTANT_MS) throw refused();
+  // The span is the precision written: a year, month, day, minute, second, or the fraction's last digit.
+  const end = new Date(start);
+  if (month === undefined) end.setUTCFullYear(end.getUTCFullYear() + 1);
+  else if (day === undefined) end.setUTCMonth(end.getUTCMonth() + 1);
+  else if (hour === undefined) end.setUTCDate(end.getUTCDate() + 1);
+  else end.setTime(start + (fraction ? Math.max(1, 10 ** (4 - fraction.length)) : second ? 1000 : 60_000));
+  if (end.getTime() > END_OF_INSTANTS_MS) throw refused();
+  return { prefix, date, start, end: end.getTime() };
 }
 
 /**
@@ -105,7 +130,7 @@ function datePrefix(value: string): { prefix: DatePrefix; date: string } {
  * later-precision value it starts (`le1980` takes all of 1980: `~` sorts after every ISO character).
  */
 function dateCondition(value: string): Condition {
-  const { prefix, date } = datePrefix(value);
+  const { prefix, date } = dateValue(value);
   switch (prefix) {
     case 'eq':
       return sql.fragment`s.value LIKE ${`${date}%`}`;
@@ -122,8 +147,10 @@ function dateCondition(value: string): Condition {
 
 /** _lastUpdated is a timestamp column: a partial date is the range it spans. */
 function lastUpdatedCondition(value: string): Condition {
-  const { prefix, date } = datePrefix(value);
-  const [start, end] = dateRange(date);
+  const { prefix, start: startMs, end: endMs } = dateValue(value);
+  const start = new Date(startMs).toISOString();
+  // The end of year 9999 is no ISO instant (toISOString writes +010000); nothing stored is after it.
+  const end = endMs === END_OF_INSTANTS_MS ? 'infinity' : new Date(endMs).toISOString();
   switch (prefix) {
     case 'eq':
       return sql.fragment`(r.last_updated >= ${start}::timestamptz AND r.last_updated < ${end}::timestamptz)`;
@@ -138,17 +165,6 @@ function lastUpdatedCondition(value: string): Condition {
   }
 }
 
-function dateRange(date: string): [string, string] {
-  const [year, month, day] = date.split(/[-T]/).map(Number) as [number, number?, number?];
-  if (date.length === 4) return [`${year}-01-01T00:00:00Z`, `${year + 1}-01-01T00:00:00Z`];
-  if (date.length === 7) return [new Date(Date.UTC(year, month! - 1, 1)).toISOString(), new Date(Date.UTC(year, month!, 1)).toISOString()];
-  if (date.length === 10) return [new Date(Date.UTC(year, month! - 1, day!)).toISOString(), new Date(Date.UTC(year, month! - 1, day! + 1)).toISOString()];
-  const instant = new Date(/[Z+-]\d{0,2}:?\d{0,2}$/.test(date.slice(10)) ? date : `${date}Z`);
-  if (Number.isNaN(instant.getTime())) throw fhirError(400, `${date} is not a valid instant.`);
-  // Seconds precision: the second it names.
-  return [instant.toISOString(), new Date(instant.getTime() + 1000).toISOString()];
-}
-
 export function encodeSearchCursor(cursor: Cursor): string {
   return Buffer.from(JSON.stringify([cursor.direction === 'next' ? 'n' : 'p', cursor.at, cursor.id])).toString('base64url');
 }
@@ -156,7 +172,7 @@ export function encodeSearchCursor(cursor: Cursor): string {
 function decodeSearchCursor(text: string): Cursor {
   try {
     const [direction, at, id] = z.tuple([z.enum(['n', 'p']), z.string().max(64), z.string().max(64)]).parse(JSON.parse(Buffer.from(text, 'base64url').toString('utf8')));
-    if (Number.isNaN(Date.parse(at))) throw new Error('bad time');
+    if (instantMillis(at) === undefined) throw new Error('bad time');
     return { direction: direction === 'n' ? 'next' : 'previous', at, id };
   } catch {
     throw fhirError(400, '_cursor is not one this server returned in a next or previous link.');

@@ -5,6 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import { indexStructureDefinitionBundle, validateResource } from '@medplum/core';
 import type { Bundle, OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
+import { prototypeNameIn } from '../prototypes.ts';
 import { fhirError } from './outcome.ts';
 import { FHIR_RESOURCE_TYPES } from './search-parameters.ts';
 
@@ -27,9 +28,17 @@ export function loadFhirDefinitions(): Promise<void> {
   return loading;
 }
 
-/** The validator's issues for `resource`; none when it is valid R4. Needs loadFhirDefinitions() done. */
+/**
+ * The validator's issues for `resource`; none when it is valid R4. Needs loadFhirDefinitions() done.
+ * The validator looks elements up by name in ordinary objects, and so takes an element named after
+ * something every object inherits (`constructor`, `toString`, `valueOf`) for a known one: such
+ * elements, at any depth, are refused here first, as it refuses any other unknown element.
+ */
 export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
   if (!indexed) throw new Error('FHIR definitions are not loaded: await loadFhirDefinitions() first');
+  const resourceType = (resource as { resourceType?: unknown } | null)?.resourceType;
+  const misnamed = prototypeNamedElements(resource, typeof resourceType === 'string' ? resourceType : 'Resource');
+  if (misnamed.length > 0) return misnamed;
   try {
     validateResource(resource as Resource);
     return [];
@@ -38,6 +47,17 @@ export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
     if (!issues) throw error;
     return issues.filter((issue) => issue.severity === 'error' || issue.severity === 'fatal');
   }
+}
+
+/** Elements whose name names a prototype member (src/prototypes.ts), reported as the validator reports an unknown element (expression `Patient.name[0].toString`). */
+function prototypeNamedElements(value: unknown, expression: string): OperationOutcomeIssue[] {
+  if (Array.isArray(value)) return value.flatMap((entry, index) => prototypeNamedElements(entry, `${expression}[${index}]`));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([name, entry]): OperationOutcomeIssue[] =>
+    prototypeNameIn(name) === undefined
+      ? prototypeNamedElements(entry, `${expression}.${name}`)
+      : [{ severity: 'error', code: 'structure', details: { text: `Invalid additional property "${name}"` }, expression: [`${expression}.${name}`] }],
+  );
 }
 
 /** 400 `invalid` listing the validator's issues, unless `resource` is valid. */

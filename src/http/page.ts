@@ -5,6 +5,7 @@
 // taken from another employer's list only marks a position in the caller's own.
 import { z, type ZodType } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
+import { instantMillis } from './instant.ts';
 import { TOKEN_MAX } from './limits.ts';
 
 /** A position in a list ordered by (created_at, id). `at` is created_at::text, exact to the microsecond. */
@@ -30,7 +31,8 @@ export function decodeCursor(cursor: string | undefined, id: ZodType<string> = z
   if (cursor === undefined) return null;
   try {
     const [at, parsedId] = z.tuple([z.string().max(64), id]).parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
-    if (Number.isNaN(Date.parse(at))) throw new Error('bad time');
+    // Postgres casts `at` back to timestamptz: anything else it would refuse is no cursor of ours.
+    if (instantMillis(at) === undefined) throw new Error('bad time');
     return { at, id: parsedId };
   } catch {
     throw new DomainError(400, 'INVALID_CURSOR', 'The cursor is not one this service returned.');

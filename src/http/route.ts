@@ -11,6 +11,7 @@ import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './
 import { DomainError } from '../event-store/decider.ts';
 import { jsonBodyBudgetHook, type JsonBodyBudget } from './json-budget.ts';
 import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_VALUES_MAX } from './limits.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -112,11 +113,13 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
 /**
  * Refuses, whatever the route's schema, what no read model can hold: NUL characters (Postgres text and
  * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
- * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit).
+ * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit);
+ * and any property name, or path parameter, with a segment that names a prototype member
+ * (src/prototypes.ts): code reading the input by those names would reach shared prototypes.
  * On every request's path: the field's path is only put together for a refusal.
  */
-function assertStorableInput(input: unknown, where: string): void {
-  const path = [where];
+function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body'): void {
+  const path: string[] = [where];
   const refuse = (message: string) => {
     const field = path.join('.');
     throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
@@ -125,6 +128,9 @@ function assertStorableInput(input: unknown, where: string): void {
   const visit = (value: unknown, depth: number): void => {
     if (typeof value === 'string') {
       if (!storable(value)) refuse('must not contain NUL characters or unpaired surrogates');
+      // A path parameter names a resource (`/api/fhir/:resourceType`): a name like any other.
+      const prototypeName = where === 'params' ? prototypeNameIn(value) : undefined;
+      if (prototypeName !== undefined) refuse(prototypeNameMessage(prototypeName));
       return;
     }
     if (value === null || typeof value !== 'object') return;
@@ -140,6 +146,8 @@ function assertStorableInput(input: unknown, where: string): void {
     for (const key of Object.keys(value)) {
       if (!storable(key)) refuse('property names must not contain NUL characters or unpaired surrogates');
       path.push(key);
+      const prototypeName = prototypeNameIn(key);
+      if (prototypeName !== undefined) refuse(prototypeNameMessage(prototypeName));
       visit((value as Record<string, unknown>)[key], depth + 1);
       path.pop();
     }

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { sql } from 'slonik';
 import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
+import { DomainError } from '../event-store/decider.ts';
 import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
@@ -91,7 +92,11 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   });
 
   await fastify.register(fastifyCookie);
+  // Form bodies (the SAML callback) are parsed into objects without a prototype (fast-querystring).
   await fastify.register(fastifyFormbody);
+  // application/json as every other JSON media type (acceptJson).
+  fastify.removeContentTypeParser('application/json');
+  acceptJson(fastify, 'application/json');
 
   fastify.setErrorHandler((error, request, reply) => {
     const serviceError = (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? payloadTooLarge(request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : toServiceError(error);
@@ -128,6 +133,36 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
   return fastify;
+}
+
+/**
+ * Parses bodies of `contentType` as JSON, as fastify parses application/json but naming what it
+ * refuses: a key `__proto__` (also written with escapes such as `\u005f_proto__`), or `constructor`
+ * holding `prototype`, is 400 VALIDATION_ERROR. Every JSON media type the service accepts is
+ * registered through here (SCIM's application/scim+json, FHIR's application/fhir+json), so all are
+ * parsed alike; route.ts then refuses every other key naming a prototype member.
+ */
+export function acceptJson(fastify: FastifyInstance, contentType: string): void {
+  const parse = fastify.getDefaultJsonParser('error', 'error');
+  fastify.addContentTypeParser(contentType, { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string; // parseAs: 'string'
+    parse(request, text, (error, value) => {
+      if (error && isJson(text)) {
+        const message = 'a key __proto__, or constructor holding prototype, names a prototype member: no key or path segment may.';
+        done(new DomainError(400, 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] }));
+      } else done(error, value);
+    });
+  });
+}
+
+/** Whether `text` is JSON at all (only asked about a body the strict parser refused). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -177,7 +212,13 @@ export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string
     openapi: '3.1.0',
     info: {
       ...API_VERSION_INFO,
-      description: 'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.',
+      description:
+        'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.\n\n' +
+        'No name in a request may reach an object\'s prototype: a body or query key, a path parameter, or a segment of a path a value holds (SCIM PATCH paths, ' +
+        'filters and attribute lists, FHIR search parameter names; segments end at `.`, `:`, `[` and `]`) that is `prototype` or a member of Object.prototype ' +
+        '(`__proto__`, `constructor`, `toString`, `valueOf`, `hasOwnProperty`, ...), in any case, is 400: VALIDATION_ERROR, or under /api/scim/v2 invalidPath ' +
+        '(a PATCH path), invalidFilter (a filter) or invalidValue (anything else), under /api/fhir an OperationOutcome with issue code invalid.\n\n' +
+        'Instants (date-times with a zone) are taken from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, with a zone offset under 16 hours: others are 400.',
     },
     servers: [{ url: publicBaseUrl }],
   });

@@ -1,7 +1,8 @@
 // The SCIM attributes this service keeps for users and groups (SPEC 2.5), the zod schemas that read
 // them from POST/PUT bodies and PATCH results, and the `attributes`/`excludedAttributes` selection.
 import { z } from 'zod';
-import { EMAIL_MAX, CODE_MAX, ID_MAX, NAME_MAX, SCIM_EMAILS_MAX, SCIM_GROUP_MEMBERS_MAX, SCIM_TEXT_MAX } from '../http/limits.ts';
+import { EMAIL_MAX, CODE_MAX, ID_MAX, NAME_MAX, SCIM_EMAILS_MAX, SCIM_GROUP_MEMBERS_MAX, SCIM_QUERY_MAX, SCIM_TEXT_MAX } from '../http/limits.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
 import { ScimError } from './errors.ts';
 
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -124,6 +125,18 @@ export function selectAttributes(
   const excluded = parseAttributeList(selection.excludedAttributes);
   return excluded.length > 0 ? omit(resource, excluded) : resource;
 }
+
+/**
+ * The `attributes` or `excludedAttributes` query parameter: refused (400 invalidValue, before any
+ * work) when a path names a prototype member (src/prototypes.ts).
+ */
+export const attributeListSchema = z
+  .string()
+  .max(SCIM_QUERY_MAX)
+  .superRefine((list, context) => {
+    const prototypeName = list.split(',').map(prototypeNameIn).find((name) => name !== undefined);
+    if (prototypeName !== undefined) context.addIssue({ code: 'custom', message: prototypeNameMessage(prototypeName) });
+  });
 
 type AttributeReference = { attribute: string; subAttribute?: string };
 

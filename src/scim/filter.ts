@@ -7,6 +7,8 @@ import { parse, stringify, type Filter, type ValuePath } from 'scim2-parse-filte
 import { tokenizer } from 'scim2-parse-filter/lib/src/parser.js';
 import { sql, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
+import { instantSchema, INSTANT_RANGE_MESSAGE } from '../http/instant.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
 import { ScimError } from './errors.ts';
 
 export type ScimAttributeType = 'string' | 'boolean' | 'datetime' | 'uuid';
@@ -48,7 +50,24 @@ export function scimFilterToSql(filter: string, attributes: ScimAttributeMap): F
   } catch (error) {
     throw invalidFilter(`The filter cannot be parsed: ${error instanceof Error ? error.message : String(error)}`);
   }
+  const prototypeName = prototypeNameInFilter(ast);
+  if (prototypeName !== undefined) throw invalidFilter(prototypeNameMessage(prototypeName));
   return translate(ast, { attributes, withSubAttribute });
+}
+
+/** The first attribute path segment of a parsed filter that names a prototype member (src/prototypes.ts). */
+export function prototypeNameInFilter(node: Filter): string | undefined {
+  switch (node.op) {
+    case 'and':
+    case 'or':
+      return node.filters.map(prototypeNameInFilter).find((name) => name !== undefined);
+    case 'not':
+      return prototypeNameInFilter(node.filter);
+    case '[]':
+      return prototypeNameIn(node.attrPath) ?? prototypeNameInFilter(node.valFilter);
+    default:
+      return prototypeNameIn(node.attrPath);
+  }
 }
 
 type Context = { attributes: ScimAttributeMap; withSubAttribute: ReadonlySet<ValuePath> };
@@ -83,7 +102,7 @@ function translateFilteredSubAttribute(valuePath: ValuePath, condition: Filter, 
   const attribute = normaliseAttributePath(condition.attrPath);
   const subAttribute = attribute.startsWith(prefix) ? attribute.slice(prefix.length) : attribute;
   const path = `${filteredPathKey(valuePath)}.${subAttribute}`;
-  const column = context.attributes[path];
+  const column = columnAt(context, path);
   if (!column) throw invalidFilter(`Filtering on ${path} is not supported.`);
   return condition.op === 'pr' ? presence(column) : compare(column, condition.op, condition.compValue, path);
 }
@@ -93,7 +112,7 @@ function translateFilteredSubAttribute(valuePath: ValuePath, condition: Filter, 
  * otherwise `emails[value eq "x"]` is read as `emails.value eq "x"`.
  */
 function translateValuePath(node: ValuePath, context: Context): FragmentSqlToken {
-  const mappedValue = context.attributes[`${filteredPathKey(node)}.value`];
+  const mappedValue = columnAt(context, `${filteredPathKey(node)}.value`);
   if (mappedValue) return presence(mappedValue);
   const parent = normaliseAttributePath(node.attrPath);
   return translate(prefixAttributes(node.valFilter, parent), context);
@@ -118,9 +137,14 @@ function filteredPathKey(node: ValuePath): string {
 }
 
 function lookUp(attributePath: string, context: Context): ScimColumn {
-  const column = context.attributes[normaliseAttributePath(attributePath)];
+  const column = columnAt(context, normaliseAttributePath(attributePath));
   if (!column) throw invalidFilter(`Filtering on ${attributePath} is not supported.`);
   return column;
+}
+
+/** The column mapped under a path: the map's own entries only, never what an object inherits. */
+function columnAt(context: Context, path: string): ScimColumn | undefined {
+  return Object.hasOwn(context.attributes, path) ? context.attributes[path] : undefined;
 }
 
 function columnSql(column: ScimColumn): FragmentSqlToken {
@@ -180,11 +204,9 @@ function compareBoolean(column: ScimColumn, op: ComparisonOperator, value: CompV
   throw invalidFilter(`${path} is a boolean: only eq, ne and pr apply.`);
 }
 
-const isoDateTime = z.iso.datetime({ offset: true, local: false });
-
 function compareDatetime(column: ScimColumn, op: ComparisonOperator, value: CompValue, path: string): FragmentSqlToken {
-  if (typeof value !== 'string' || !isoDateTime.safeParse(value).success) {
-    throw invalidFilter(`${path} is a dateTime: compare it with an ISO 8601 string such as "2024-05-13T04:42:34Z".`);
+  if (typeof value !== 'string' || !instantSchema.safeParse(value).success) {
+    throw invalidFilter(`${path} is a dateTime: compare it with an ISO 8601 string such as "2024-05-13T04:42:34Z", ${INSTANT_RANGE_MESSAGE}.`);
   }
   const instant = sql.fragment`${value}::timestamptz`;
   switch (op) {

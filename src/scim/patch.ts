@@ -1,6 +1,9 @@
 // SCIM PATCH (RFC 7644 section 3.5.2) as Okta and Entra ID send it. A body is first normalised into
 // canonical operations (lower-case op, one operation per attribute path, real booleans, canonical
 // attribute names, read-only attributes refused or ignored), then applied with `scim-patch`.
+// scim-patch walks the document by the names in paths and in the keys of values (`a.b` keys too), and
+// creates what is missing: no path segment, value filter attribute or value key may name a prototype
+// member (src/prototypes.ts), and the document it walks has no prototypes (applyOperations).
 import { scimPatch, type ScimPatchOperation as LibraryOperation, type ScimResource } from 'scim-patch';
 import { filter as compileFilter, parse as parseFilter } from 'scim2-parse-filter';
 import { z } from 'zod';
@@ -13,7 +16,9 @@ import {
   type ScimUserDoc,
 } from './attributes.ts';
 import { CODE_MAX, SCIM_PATCH_SCHEMAS_MAX, SCIM_PATH_MAX, URL_MAX } from '../http/limits.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
 import { ScimError } from './errors.ts';
+import { prototypeNameInFilter } from './filter.ts';
 
 export const SCIM_PATCH_OP_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 
@@ -98,21 +103,25 @@ function isReadOnly(path: string): boolean {
 /** The path with the core schema URN dropped and known names in canonical case. */
 function canonicalPath(path: string): string {
   const match = PATH.exec(path);
+  const [, urn, attribute = '', valueFilter, subAttribute] = match ?? [];
+  const filter = valueFilter === undefined ? undefined : parsedValueFilter(valueFilter, path);
+  const prototypeName = prototypeNameIn(path) ?? (filter && prototypeNameInFilter(filter));
+  if (prototypeName !== undefined) throw new ScimError(400, 'invalidPath', prototypeNameMessage(prototypeName));
   if (!match) throw new ScimError(400, 'invalidPath', `"${path}" is not a valid attribute path.`);
   if (isReadOnly(path)) throw new ScimError(400, 'mutability', `${path} is read-only.`);
-  const [, urn, attribute = '', valueFilter, subAttribute] = match;
   const isCore = urn === undefined || CORE_SCHEMA_URN.test(urn);
-  if (valueFilter !== undefined) {
-    try {
-      parseFilter(valueFilter);
-    } catch {
-      throw new ScimError(400, 'invalidPath', `"${path}" has an invalid value filter.`);
-    }
-  }
   const prefix = isCore ? '' : `${urn}:`;
   const filterPart = valueFilter === undefined ? '' : `[${valueFilter}]`;
   const subPart = subAttribute === undefined ? '' : `.${canonicalName(subAttribute)}`;
   return `${prefix}${canonicalName(attribute)}${filterPart}${subPart}`;
+}
+
+function parsedValueFilter(valueFilter: string, path: string) {
+  try {
+    return parseFilter(valueFilter);
+  } catch {
+    throw new ScimError(400, 'invalidPath', `"${path}" has an invalid value filter.`);
+  }
 }
 
 function canonicalName(name: string): string {
@@ -123,7 +132,10 @@ function lastAttributeName(path: string): string {
   return /([A-Za-z$][\w$-]*)$/.exec(path)?.[1] ?? path;
 }
 
-/** Canonical key names inside values, and real booleans for boolean attributes ("False" -> false). */
+/**
+ * Canonical key names inside values, and real booleans for boolean attributes ("False" -> false). A
+ * key naming a prototype member is invalidValue: scim-patch reads keys as paths.
+ */
 function normaliseValue(attributeName: string, value: unknown): unknown {
   if (BOOLEAN_ATTRIBUTES.has(attributeName.toLowerCase())) {
     const boolean = toScimBoolean(value);
@@ -132,7 +144,13 @@ function normaliseValue(attributeName: string, value: unknown): unknown {
   }
   if (Array.isArray(value)) return value.map((entry) => normaliseValue(attributeName, entry));
   if (isPlainObject(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, entry]) => [canonicalName(key), normaliseValue(key, entry)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([key, entry]) => {
+        const prototypeName = prototypeNameIn(key);
+        if (prototypeName !== undefined) throw new ScimError(400, 'invalidValue', prototypeNameMessage(prototypeName));
+        return [canonicalName(key), normaliseValue(key, entry)];
+      }),
+    );
   }
   return value;
 }
@@ -177,20 +195,31 @@ function withMemberValuesOnly(operation: ScimPatchOperation): ScimPatchOperation
 /**
  * Applies operations one at a time, re-reading the document after each so that the next one sees
  * the service's shape again (scim-patch deletes an emptied multi-valued attribute, for instance).
+ * scim-patch works on a copy without prototypes (its own copy, mutateDocument false, would be JSON's
+ * and have them): a name it looks up is the document's own or absent. It needs no schemas or meta.
  */
 function applyOperations<T extends object>(doc: T, operations: ScimPatchOperation[], toDoc: (patched: unknown) => T): T {
   return operations.reduce((current, operation) => {
     if (operation.op === 'remove' && removesNothing(current, operation.path)) return current;
     let patched: unknown;
     try {
-      const resource = { ...current, schemas: [], meta: { created: new Date(0), lastModified: new Date(0) } } as unknown as ScimResource;
-      patched = scimPatch(resource, [operation as LibraryOperation], { mutateDocument: false, treatMissingAsAdd: true });
+      patched = scimPatch(withoutPrototypes(current) as ScimResource, [operation as LibraryOperation], { mutateDocument: true, treatMissingAsAdd: true });
     } catch (error) {
       throw fromLibraryError(error, operation.path);
     }
-    const { schemas: _schemas, meta: _meta, ...attributes } = patched as Record<string, unknown>;
-    return toDoc(attributes);
+    return toDoc(patched);
   }, doc);
+}
+
+/**
+ * A copy of `value` whose objects have no prototype, but for the entries of arrays: scim-patch compares
+ * those with fast-deep-equal, which needs their valueOf. It reaches entries only through a value
+ * filter, and sets on them only the checked names of paths and value keys.
+ */
+function withoutPrototypes(value: unknown): unknown {
+  if (Array.isArray(value)) return structuredClone(value);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.setPrototypeOf(Object.fromEntries(Object.entries(value).map(([key, entry]) => [key, withoutPrototypes(entry)])), null);
 }
 
 /** Removing a filtered value that is not there leaves the resource as it is (scim-patch would throw). */

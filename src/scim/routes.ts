@@ -9,9 +9,9 @@ import { assertAllowed } from '../http/token-buckets.ts';
 import type { ErrorShape, ServiceError } from '../http/errors.ts';
 import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
+import { acceptJson, type RoutePlugin } from '../http/server.ts';
 import { findEmployerByScimToken, isCurrentScimToken } from '../sso/scim-token.ts';
-import { parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
+import { attributeListSchema, parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
 import {
   createScimGroup,
   deleteScimGroup,
@@ -83,8 +83,8 @@ const listQuery = z.object({
     .transform((filter) => (filter?.trim() ? filter : undefined)),
   startIndex: z.coerce.number().int().default(1),
   count: z.coerce.number().int().default(SCIM_MAX_RESULTS),
-  attributes: z.string().max(SCIM_QUERY_MAX).optional(),
-  excludedAttributes: z.string().max(SCIM_QUERY_MAX).optional(),
+  attributes: attributeListSchema.optional(),
+  excludedAttributes: attributeListSchema.optional(),
 });
 /** A list request as the read-model query takes it: the filter translated to SQL, the count capped. */
 function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttributeMap): ListQuery {
@@ -103,7 +103,7 @@ const discoveryParams = z.object({ id: z.string().max(URL_MAX) });
 export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
   return async (fastify, { ctx }) => {
     // Okta's test suite posts plain JSON; RFC 7644 clients send application/scim+json.
-    fastify.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'ignore'));
+    acceptJson(fastify, SCIM_CONTENT_TYPE);
     fastify.errorShapesByPrefix.set(SCIM_PATH, scimErrorShape);
     fastify.addHook('onRequest', async (request, reply) => {
       request.scimCaller = await authenticateScim(ctx, limiter, request, reply);

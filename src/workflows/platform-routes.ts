@@ -4,7 +4,7 @@
 // route needing one family; employer credentials never open these routes. The employer is in the
 // path: an unknown employer is 404; an id of another employer is 404; a patient that is not the
 // employer's is 400 UNKNOWN_PATIENT.
-import { TIMESTAMP_MAX } from '../http/limits.ts';
+import { instantSchema } from '../http/instant.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
@@ -19,7 +19,7 @@ const PREFIX = '/api/platform/v1/employers/:employerId';
 const employerParams = z.object({ employerId: z.string().max(100) });
 const id = z.string().max(100);
 const patientId = z.string().min(1).max(100).meta({ description: 'A patient of this employer; another employer\'s patient is 400 UNKNOWN_PATIENT.' });
-const timestamp = z.iso.datetime({ offset: true }).max(TIMESTAMP_MAX).meta({ description: 'ISO 8601 with a time zone.' });
+const timestamp = instantSchema.meta({ description: 'ISO 8601 with a time zone.' });
 const tags = ['Platform (internal)'];
 const employerNotFound = { 404: { description: 'No such employer (or no such id for this employer)' } };
 

@@ -1,11 +1,14 @@
 // The FHIR API driven by fhir-kit-client (a client nobody here wrote) against the real service: metadata,
 // create, conditional create, read, vread, update with a stale ETag, search paged through nextPage to
 // the end, and the error cases. Every resource returned is checked by the R4 validator.
+import fc from 'fast-check';
 import { Client, RESPONSE_KEY } from 'fhir-kit-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validationIssues } from '../../src/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { fhirDateText } from '../support/dates.ts';
+import { FUZZ_SEED } from '../support/openapi-fuzz.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 let service: TestService;
@@ -252,6 +255,51 @@ describe('errors', () => {
     }
     const invalid = await failure(client.create({ resourceType: 'Patient', body: { resourceType: 'Patient', birthDate: 'not-a-date', shoeSize: 42 } }));
     expect(invalid.outcome.issue.length).toBe(2);
+  });
+
+  it('answers the date search values of issue 20 that were 500s (_lastUpdated=0000) with 400 invalid, and takes the first and last years', async () => {
+    const search = (query: string) => fetch(`${base}/Patient?${query}`, { headers: mainHeaders });
+    const cursor = (at: string) => Buffer.from(JSON.stringify(['n', at, 'x'])).toString('base64url');
+    const refused = ['_lastUpdated=0000', '_lastUpdated=0000-12-31', '_lastUpdated=ge2024-02-30', '_lastUpdated=2024-13', '_lastUpdated=lt2024-01-01T24:00',
+      `_lastUpdated=${encodeURIComponent('le2024-01-01T10:00:00+16:00')}`, `_lastUpdated=${encodeURIComponent('le9999-12-31T23:59:59-10:00')}`, 'birthdate=0000', `_cursor=${cursor('0000-01-01 00:00:00+00')}`, `_cursor=${cursor('1')}`];
+    for (const query of refused) {
+      const response = await search(query);
+      expect(response.status, query).toBe(400);
+      expect(((await response.json()) as any).issue[0].code, query).toBe('invalid');
+    }
+    for (const query of ['_lastUpdated=0001', '_lastUpdated=9999', '_lastUpdated=gt9999', `_lastUpdated=${encodeURIComponent('le9999-12-31T23:59:59Z')}`, 'birthdate=ge0001-01-01']) {
+      const response = await search(query);
+      expect(response.status, query).toBe(200);
+      expectValid(await response.json());
+    }
+  });
+
+  it('answers every date search value with a searchset or 400 invalid, never a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('_lastUpdated', 'birthdate'), fhirDateText, async (name, value) => {
+        const response = await fetch(`${base}/Patient?${name}=${encodeURIComponent(value)}&_count=1`, { headers: mainHeaders });
+        const body = (await response.json()) as any;
+        expect([200, 400], `${name}=${value}`).toContain(response.status);
+        expect(body.resourceType).toBe(response.status === 200 ? 'Bundle' : 'OperationOutcome');
+      }),
+      { seed: FUZZ_SEED, numRuns: 200 },
+    );
+  });
+
+  it('refuses a Patient with an element named after an Object.prototype member, at any depth, as it refuses foo (issue 20: constructor, toString and valueOf were stored)', async () => {
+    const identifier = `M-prototype-${Date.now()}`;
+    const elements: [string, unknown][] = [
+      ['constructor', { x: 1 }], ['toString', 'x'], ['valueOf', 1], ['hasOwnProperty', true], ['foo', 'x'],
+    ];
+    for (const [name, value] of elements) {
+      for (const resource of [{ [name]: value }, { name: [{ family: 'Lovelace', [name]: value }] }, { identifier: [{ value: identifier, period: { start: '2024-01-01', [name]: value } }] }]) {
+        const body = JSON.stringify({ ...newPatient(), identifier: [{ system: 'urn:test:member', value: identifier }], ...resource });
+        const response = await fetch(`${base}/Patient`, { method: 'POST', headers: { ...mainHeaders, 'content-type': 'application/fhir+json' }, body });
+        expect(response.status, body).toBe(400);
+        expect(((await response.json()) as any).issue[0].code, body).toBe('invalid');
+      }
+    }
+    expect((await client.search({ resourceType: 'Patient', searchParams: { identifier } }) as any).total).toBe(0);
   });
 
   it('refuses another employer\'s patient as a subject and never shows it in searches', async () => {

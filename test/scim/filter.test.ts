@@ -1,11 +1,14 @@
 // SCIM filters translated to SQL and run on a real Postgres: each filter must select exactly the rows
 // the RFC's semantics select, with values bound (never spliced into the SQL text).
+import fc from 'fast-check';
 import { sql, type DatabasePool } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ScimError } from '../../src/scim/errors.ts';
 import { scimFilterToSql, type ScimAttributeMap } from '../../src/scim/filter.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { dateTimeText } from '../support/dates.ts';
+import { FUZZ_SEED } from '../support/openapi-fuzz.ts';
 
 const ALICE = '2c1f0e52-3a4b-4c5d-8e6f-7a8b9c0d1e2f';
 const BOB = '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a';
@@ -175,6 +178,15 @@ describe('dates', () => {
   it('refuses a value that is not an ISO 8601 date-time', () => {
     expect(rejection('meta.lastModified gt "yesterday"').scimType).toBe('invalidFilter');
   });
+
+  it('refuses a date-time Postgres cannot read (issue 20: meta.lastModified gt "0000-01-01T00:00:00Z" was a 500), and takes the ends of the range', async () => {
+    for (const value of ['0000-01-01T00:00:00Z', '2024-01-01T00:00:00+16:00', '9999-12-31T23:59:59-10:00']) {
+      const error = rejection(`meta.lastModified gt "${value}"`);
+      expect(error.scimType, value).toBe('invalidFilter');
+      expect(error.message).toContain('0001-01-01T00:00:00Z');
+    }
+    expect(await usersMatching('meta.lastModified gt "0001-01-01T00:00:00Z" and meta.lastModified lt "9999-12-31T23:59:59Z"')).toHaveLength(7);
+  });
 });
 
 describe('e-mails', () => {
@@ -239,6 +251,52 @@ describe('refusals', () => {
     for (const filter of ['userName eq', 'userName eq "a" and', '(userName eq "a"', 'userName is "a"', 'userName eq "a" )']) {
       expect(rejection(filter).scimType).toBe('invalidFilter');
     }
+  });
+
+  it('refuses attribute paths naming a prototype member with invalidFilter (issue 20: constructor pr and __proto__ pr were 500s)', () => {
+    const filters = ['constructor pr', '__proto__ pr', 'toString eq "x"', 'name.constructor pr', 'emails[constructor pr]', 'emails[type eq "work"].__proto__ pr',
+      'urn:ietf:params:scim:schemas:core:2.0:User:__proto__ pr', 'not (valueOf pr)', 'userName eq "a" or hasOwnProperty pr', 'Constructor.Prototype pr'];
+    for (const filter of filters) {
+      const error = rejection(filter);
+      expect(error.scimType, filter).toBe('invalidFilter');
+      expect(error.message, filter).toContain('names a prototype member');
+    }
+  });
+
+  it('translates every filter into SQL that Postgres runs, or refuses it with 400 invalidFilter', async () => {
+    const attribute = fc.constantFrom('userName', 'externalId', 'displayName', 'active', 'id', 'emails.value', 'emails[type eq "work"].value', 'name.givenName', 'meta.created',
+      'Meta.LastModified', 'urn:ietf:params:scim:schemas:core:2.0:User:userName', 'nickName', 'constructor', '__proto__', 'toString', 'name.prototype');
+    const value = fc.oneof(fc.string({ maxLength: 12 }).map((text) => JSON.stringify(text)), dateTimeText.map((text) => JSON.stringify(text)), fc.constantFrom('true', 'false', 'null', '42', '1e400'));
+    const comparison = fc.oneof(
+      fc.tuple(attribute, fc.constantFrom('eq', 'ne', 'co', 'sw', 'ew', 'gt', 'lt', 'ge', 'le'), value).map((parts) => parts.join(' ')),
+      attribute.map((path) => `${path} pr`),
+    );
+    const { filter } = fc.letrec<{ filter: string }>((tie) => ({
+      filter: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        comparison,
+        fc.tuple(tie('filter'), fc.constantFrom('and', 'or'), tie('filter')).map(([left, glue, right]) => `(${left}) ${glue} (${right})`),
+        tie('filter').map((inner) => `not (${inner})`),
+        fc.tuple(fc.constantFrom('emails', 'members'), comparison).map(([path, inner]) => `${path}[${inner}]`),
+      ),
+    }));
+    let translated = 0;
+    await fc.assert(
+      fc.asyncProperty(filter, async (text) => {
+        let condition;
+        try {
+          condition = scimFilterToSql(text, userAttributes);
+        } catch (error) {
+          expect(error, text).toBeInstanceOf(ScimError);
+          expect({ status: (error as ScimError).status, scimType: (error as ScimError).scimType }, text).toEqual({ status: 400, scimType: 'invalidFilter' });
+          return;
+        }
+        translated++;
+        await pool.query(sql.unsafe`SELECT handle FROM filter_test_users AS u WHERE ${condition}`);
+      }),
+      { seed: FUZZ_SEED, numRuns: 400 },
+    );
+    expect(translated).toBeGreaterThan(20);
   });
 
   it('refuses a value of the wrong type and an operator that does not apply', () => {

@@ -326,3 +326,40 @@ describe('refusals (RFC 7644 section 3.5.2 and table 9)', () => {
     expectRefused(() => applyGroupPatch(engineering, patchOf({ op: 'remove', path: 'displayName' })), 'invalidValue');
   });
 });
+
+describe('prototype names (issue 20, item 1)', () => {
+  const planted = { 'x-api-key': 'mt_live_planted', 'x-api-version': 'v1' };
+  const inherited = () => ['x-api-key', 'x-api-version', 'polluted'].filter((name) => ({} as Record<string, unknown>)[name] !== undefined);
+
+  it('refuses paths and value filters naming a prototype member with invalidPath, and value keys with invalidValue, leaving Object.prototype as it was', () => {
+    // This file starts no service: Object.prototype is not sealed here, so only the refusals stand between these and it.
+    const before = Reflect.ownKeys(Object.prototype);
+    const refusals: [unknown, ScimErrorType][] = [
+      [{ op: 'replace', path: 'constructor.prototype', value: planted }, 'invalidPath'],
+      [{ op: 'add', path: 'constructor.prototype', value: planted }, 'invalidPath'],
+      [{ op: 'add', path: '__proto__', value: planted }, 'invalidPath'],
+      [{ op: 'add', path: 'urn:ietf:params:scim:schemas:core:2.0:User:constructor.prototype', value: planted }, 'invalidPath'],
+      [{ op: 'replace', path: 'toString.polluted', value: 'x' }, 'invalidPath'],
+      [{ op: 'replace', path: 'emails[constructor pr].value', value: 'x@example.test' }, 'invalidPath'],
+      [{ op: 'remove', path: 'emails[__proto__ eq "x"]' }, 'invalidPath'],
+      [{ op: 'add', value: { 'constructor.prototype': planted } }, 'invalidPath'],
+      [{ op: 'replace', value: JSON.parse(`{"__proto__": ${JSON.stringify(planted)}}`) }, 'invalidPath'],
+      [{ op: 'add', path: 'name', value: { givenName: 'x', constructor: { prototype: planted } } }, 'invalidValue'],
+      [{ op: 'add', path: 'name', value: { 'constructor.prototype.polluted': true } }, 'invalidValue'],
+      [{ op: 'add', path: 'emails', value: [{ value: 'x@example.test', valueOf: planted }] }, 'invalidValue'],
+    ];
+    for (const [operation, scimType] of refusals) {
+      const error = refusal(() => applyUserPatch(henry, patchOf(operation)));
+      expect({ status: error.status, scimType: error.scimType }, JSON.stringify(operation)).toEqual({ status: 400, scimType });
+      expect(error.message, JSON.stringify(operation)).toContain('names a prototype member');
+      expectRefused(() => applyGroupPatch(engineering, patchOf(operation)), scimType);
+    }
+    expect(Reflect.ownKeys(Object.prototype)).toEqual(before);
+    expect(inherited()).toEqual([]);
+  });
+
+  it('still takes values and filters that only hold such a name as text', () => {
+    const renamed = applyUserPatch(henry, patchOf({ op: 'replace', path: 'displayName', value: 'constructor' }, { op: 'remove', path: 'emails[value eq "__proto__"]' }));
+    expect(renamed).toMatchObject({ displayName: 'constructor', emails: henry.emails });
+  });
+});

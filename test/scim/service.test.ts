@@ -72,6 +72,20 @@ describe('SCIM service', () => {
     expect(readOnly.body).toMatchObject({ status: '400', scimType: 'mutability' });
   });
 
+  it('answers the filters of issue 20 that were 500s with 400 invalidFilter, and attribute lists naming a prototype member with 400 invalidValue before creating anything', async () => {
+    const { scim } = await scimTenant(service);
+    for (const [resource, filter] of [['Users', 'constructor pr'], ['Users', '__proto__ pr'], ['Groups', 'constructor pr'], ['Users', 'meta.lastModified gt "0000-01-01T00:00:00Z"'], ['Groups', 'meta.created lt "2024-01-01T00:00:00+16:00"']] as const) {
+      const response = await scim.request('GET', filterPath(resource, filter));
+      expect(response.status, filter).toBe(400);
+      expect(response.body, filter).toMatchObject({ schemas: [ERROR_SCHEMA], status: '400', scimType: 'invalidFilter' });
+    }
+    const email = uniqueEmail('selected');
+    const selected = await scim.request('POST', '/Users?attributes=userName,constructor', user(email));
+    expect(selected.body).toMatchObject({ status: '400', scimType: 'invalidValue' });
+    expect((await scim.request('GET', filterPath('Users', `userName eq "${email}"`))).body.totalResults).toBe(0);
+    expect((await scim.request('GET', '/Users?excludedAttributes=__proto__')).body).toMatchObject({ status: '400', scimType: 'invalidValue' });
+  });
+
   it('pages in a stable order and selects attributes', async () => {
     const { scim, adminUserId } = await scimTenant(service);
     const created: string[] = [adminUserId];
