@@ -9,6 +9,7 @@ import { tenantStream, WrongExpectedRevisionError } from '../event-store/port.ts
 import type { Keyset } from '../http/page.ts';
 import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
 import { webhookRuntimeOf } from '../webhooks/runtime.ts';
+import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { csvLines } from './csv.ts';
 import { exportEventSchemas } from './events.ts';
@@ -25,9 +26,10 @@ type CsvPosition = { after: Keyset | null; seq: number };
 
 export const csvDownloadUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}/api/employer/export/csv/exports/${exportId}/download`;
 
-/** Queues the run of an export in the caller's transaction (job key: one run per export). */
+/** Queues the run of an export in the caller's transaction (job key: one run per export), one of its employer's jobs. */
 export function queueExportJob(job: ExportJob) {
-  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5)`;
+  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5,
+    ${employerJobArguments(job.employerId)})`;
 }
 
 /** Rows of a CSV chunk: large chunks make few statements; one chunk's rows and text are what memory holds. */

@@ -11,15 +11,20 @@
 // names once per runner and keeps that promise, so when the first registration fails (no connection
 // within the pool's wait, at a busy start-up) every later fetch fails with the same cached error. A
 // runner whose fetches keep failing is therefore replaced too.
+//
+// Employers share the workers fairly (./fair-share.ts): each worker fetches its own next job, leaving
+// alone the jobs of employers that already have their share of this process's workers running. So
+// there is no local queue of prefetched jobs: a job fetched in a batch would run whoever else waits.
 import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
+import { createEmployerSlots } from './fair-share.ts';
 
 export type WorkerRunner = { stop(): Promise<void> };
 
 const RESTART_DELAY_MS = 1000;
-/** Fetches failing in a row (one a poll interval, 2 s) before the runner is replaced. */
-const FAILED_FETCHES_BEFORE_RESTART = 3;
+/** Rounds of fetches (every worker fetching once a poll interval, 2 s) failing in a row before the runner is replaced. */
+const FAILED_FETCH_ROUNDS_BEFORE_RESTART = 3;
 const FETCH_FAILED = 'Error occurred fetching jobs';
 
 /** Jobs one worker process runs at a time. */
@@ -29,6 +34,8 @@ export async function startWorker(deps: {
   pgPool: pg.Pool;
   tasks: TaskList;
   concurrency?: number;
+  /** Jobs of one employer this process runs at a time (WORKER_JOBS_PER_EMPLOYER); all of them by default. */
+  jobsPerEmployer?: number;
   /** Told when the runner stopped by itself, or could fetch no job, and is being replaced. */
   onRestart?: (reason: unknown) => void;
   /** Where graphile-worker's own errors go (its other lines are dropped). */
@@ -40,10 +47,16 @@ export async function startWorker(deps: {
   /** Whether `current` has stopped by itself (stopping it again would throw). */
   let currentStopped = false;
 
+  const concurrency = deps.concurrency ?? WORKER_CONCURRENCY;
+  const failedFetchesBeforeRestart = FAILED_FETCH_ROUNDS_BEFORE_RESTART * concurrency;
+
   const start = async (): Promise<Runner> => {
     const events: WorkerEvents = new EventEmitter();
     const poolIds: string[] = [];
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
+    const employerSlots = createEmployerSlots(deps.jobsPerEmployer ?? concurrency);
+    events.on('job:start', ({ job }) => employerSlots.started(job));
+    events.on('job:complete', ({ job }) => employerSlots.finished(job));
     let failedFetches = 0;
     let runner: Runner | undefined;
     /** Why this runner was stopped here: its fetches kept failing. */
@@ -52,28 +65,35 @@ export async function startWorker(deps: {
       if (runner === current) currentStopped = true;
       return replace(poolIds, failing ?? reason);
     };
-    events.on('localQueue:getJobs:complete', () => void (failedFetches = 0));
-    // graphile-worker reports a failed fetch only in its log.
-    const logger = new WorkerLogger(() => (level, message) => {
-      if (level !== 'error') return;
-      deps.onError?.(message);
-      if (!message.startsWith(FETCH_FAILED) || ++failedFetches !== FAILED_FETCHES_BEFORE_RESTART) return;
+    events.on('worker:getJob:empty', () => void (failedFetches = 0));
+    events.on('job:start', () => void (failedFetches = 0));
+    // graphile-worker logs a worker's failed fetch at debug level only: the event says it. The first
+    // failure of a streak is reported, and the one that has the runner replaced.
+    events.on('worker:getJob:error', ({ error }) => {
+      const message = `${FETCH_FAILED}: ${error instanceof Error ? error.message : String(error)}`;
+      failedFetches += 1;
+      if (failedFetches === 1) deps.onError?.(message);
+      if (failedFetches !== failedFetchesBeforeRestart) return;
       if (!runner || runner !== current || currentStopped || stopping) return;
-      failing = `${FAILED_FETCHES_BEFORE_RESTART} job fetches failed in a row: ${message}`;
+      failing = `${FAILED_FETCH_ROUNDS_BEFORE_RESTART} rounds of job fetches failed in a row: ${message}`;
       void runner.stop().catch(() => {});
+    });
+    const logger = new WorkerLogger(() => (level, message) => {
+      if (level === 'error') deps.onError?.(message);
     });
     runner = await run({
       // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
       ...(deps.crontab ? { crontab: deps.crontab } : {}),
       pgPool: deps.pgPool,
       taskList: deps.tasks,
-      concurrency: deps.concurrency ?? WORKER_CONCURRENCY,
+      concurrency,
       noHandleSignals: true,
       pollInterval: 2000,
       logger,
       events,
-      // Fetch and lock jobs in batches, and complete them in batches, instead of one round trip each.
-      preset: { worker: { localQueue: { size: 32 }, completeJobBatchDelay: 0 } },
+      forbiddenFlags: employerSlots.forbiddenFlags,
+      // Complete jobs in batches instead of one round trip each.
+      preset: { worker: { completeJobBatchDelay: 0 } },
     });
     runner.promise.then(() => stoppedBy('the worker pool stopped'), stoppedBy);
     return runner;
