@@ -17,7 +17,7 @@ LANGUAGE sql VOLATILE AS $$
   ON CONFLICT (employer_id) DO UPDATE SET
     recent_jobs = share.recent_jobs * power(0.5, GREATEST(0, extract(epoch FROM clock_timestamp() - share.updated_at)::double precision) / 30) + 1,
     updated_at = clock_timestamp()
-  RETURNING LEAST(32767, floor(share.recent_jobs) - 1)::smallint
+  RETURNING LEAST(32767, round(share.recent_jobs) - 1)::smallint
 $$;
 
 -- Admission tickets: one per unit of queued work an employer asked for that has no row of its own

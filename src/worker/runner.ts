@@ -18,7 +18,7 @@
 import { EventEmitter } from 'node:events';
 import { Logger as WorkerLogger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
-import { createEmployerSlots } from './fair-share.ts';
+import { createEmployerShares } from './fair-share.ts';
 
 export type WorkerRunner = { stop(): Promise<void> };
 
@@ -54,9 +54,7 @@ export async function startWorker(deps: {
     const events: WorkerEvents = new EventEmitter();
     const poolIds: string[] = [];
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
-    const employerSlots = createEmployerSlots(deps.jobsPerEmployer ?? concurrency);
-    events.on('job:start', ({ job }) => employerSlots.started(job));
-    events.on('job:complete', ({ job }) => employerSlots.finished(job));
+    const shares = createEmployerShares(deps.jobsPerEmployer ?? concurrency);
     let failedFetches = 0;
     let runner: Runner | undefined;
     /** Why this runner was stopped here: its fetches kept failing. */
@@ -85,13 +83,13 @@ export async function startWorker(deps: {
       // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
       ...(deps.crontab ? { crontab: deps.crontab } : {}),
       pgPool: deps.pgPool,
-      taskList: deps.tasks,
+      taskList: shares.tasks(deps.tasks),
       concurrency,
       noHandleSignals: true,
       pollInterval: 2000,
       logger,
       events,
-      forbiddenFlags: employerSlots.forbiddenFlags,
+      forbiddenFlags: shares.forbiddenFlags,
       // Complete jobs in batches instead of one round trip each.
       preset: { worker: { completeJobBatchDelay: 0 } },
     });
