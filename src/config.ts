@@ -44,8 +44,10 @@ const configSchema = z
     SIMULATION_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(3),
     /** Deliveries one employer asked for (queued pings, redeliveries) still pending at once. */
     WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(20),
-    /** Jobs of one employer a worker process runs at once (of its WORKER_CONCURRENCY). */
-    WORKER_JOBS_PER_EMPLOYER: z.coerce.number().int().positive().max(WORKER_CONCURRENCY).default(8),
+    /** Workers each worker process keeps, beside its WORKER_CONCURRENCY, for employers running fewer than WORKER_JOBS_PER_EMPLOYER of its jobs; 0 for none. */
+    WORKER_RESERVE_CONCURRENCY: z.coerce.number().int().min(0).max(WORKER_CONCURRENCY).default(4),
+    /** An employer's share of a worker process: with this many of its jobs running, the reserve workers leave its jobs alone. */
+    WORKER_JOBS_PER_EMPLOYER: z.coerce.number().int().positive().default(4),
     WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
     /** How long a webhook target's host name may take to resolve; past it the attempt fails. */

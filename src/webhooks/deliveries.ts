@@ -1,11 +1,11 @@
 // The delivery state machine and log in SQL. A delivery is pending until an attempt succeeds, its
 // last retry fails (failed), or its subscription stops (cancelled). Jobs only say "try attempt n of
 // delivery d": each attempt is claimed on the row first, so a stale or duplicate job does nothing.
-import { sql, type CommonQueryMethods, type DatabasePool, type ValueExpression } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../projections/webhooks/rows.ts';
 import { handOverOldestTickets } from '../worker/admission.ts';
-import { employerJobArguments } from '../worker/fair-share.ts';
+import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
 import type { WebhookAttemptResult } from './send.ts';
 
 export const DELIVER_TASK = 'webhook_deliver';
@@ -19,9 +19,9 @@ export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
  * (`webhook_delivery:<id>`), so the next attempt's job replaces a waiting one instead of doubling it
  * (graphile-worker detaches the key from the running job that schedules its successor).
  */
-function addDeliveryJob(delivery: { id: ValueExpression; employerId: ValueExpression }, attempt: ValueExpression, runAt: ValueExpression) {
-  return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', (${delivery.id})::text, 'attempt', (${attempt})::int),
-    run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${delivery.id})::text, ${employerJobArguments(delivery.employerId)})`;
+function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression, employerArguments: FragmentSqlToken) {
+  return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int),
+    run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text, ${employerArguments})`;
 }
 
 /** The deliveries an employer asked for (queued pings, redeliveries) still pending: they count against its limit (./requested-deliveries.ts). */
@@ -54,7 +54,7 @@ export async function enqueueEventDeliveries(
       ON CONFLICT (webhook_id, event_id) DO NOTHING
       RETURNING delivery_id, employer_id
     ), jobs AS (
-      SELECT ${addDeliveryJob({ id: sql.fragment`created.delivery_id`, employerId: sql.fragment`created.employer_id` }, sql.fragment`1`, sql.fragment`now()`)} FROM created
+      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`, employerJobArguments(input.employerId))} FROM created
     )${input.admittedAs === undefined ? sql.fragment`` : sql.fragment`, handed_over AS (
       ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM created)`)}
     )`}
@@ -113,7 +113,7 @@ export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderTh
       WHERE status = 'pending' AND attempt_lease IS NOT NULL AND attempt_started_at < now() - make_interval(secs => ${olderThanMs / 1000})
       RETURNING delivery_id, employer_id, attempts
     ), jobs AS (
-      SELECT ${addDeliveryJob({ id: sql.fragment`abandoned.delivery_id`, employerId: sql.fragment`abandoned.employer_id` }, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`)} FROM abandoned
+      SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`, employerJobFlagArgument(sql.fragment`abandoned.employer_id`))} FROM abandoned
     )
     SELECT count(*)::int AS requeued FROM jobs`);
 }
@@ -159,7 +159,7 @@ export async function finishAttempt(
       RETURNING status, employer_id`);
     const status = ended?.status ?? null;
     await insertAttemptLog(tx, { deliveryId, attempt, requestedAt: input.requestedAt, result, nextRetryAt: status === 'pending' ? nextRetryAt : null });
-    if (ended?.status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob({ id: deliveryId, employerId: ended.employer_id }, attempt + 1, nextRetryAt)}`);
+    if (ended?.status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt, employerJobArguments(ended.employer_id))}`);
     return status;
   });
 }
@@ -206,6 +206,6 @@ export async function requeueDelivery(pool: DatabasePool, input: { employerId: s
     ), handed_over AS (
       ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM requeued)`)}
     )
-    SELECT delivery_id, ${addDeliveryJob({ id: sql.fragment`requeued.delivery_id`, employerId: sql.fragment`requeued.employer_id` }, sql.fragment`requeued.attempts + 1`, sql.fragment`now()`)} FROM requeued`);
+    SELECT delivery_id, ${addDeliveryJob(sql.fragment`requeued.delivery_id`, sql.fragment`requeued.attempts + 1`, sql.fragment`now()`, employerJobArguments(input.employerId))} FROM requeued`);
   return requeued !== null;
 }

@@ -1,40 +1,70 @@
 // Fair shares of the worker between employers. Every job queued on an employer's behalf carries:
-// - the flag `employer:<id>` (graphile-worker's job flags): a worker process leaves an employer's
-//   jobs in the queue while it already runs WORKER_JOBS_PER_EMPLOYER of them (graphile-worker's
-//   forbiddenFlags), so one employer's slow jobs (a receiver that takes its 10 s) never hold every slot;
-// - the priority employer_job_priority gives it (migrations/0030_fair_shares.sql): how many jobs
-//   the employer queued lately, so the jobs of an employer that queued few run before the backlog
-//   of one that queued many. Jobs of no employer (the scheduled ones) have priority 0.
+// - a priority (lower runs first): how many jobs this process queued for the employer lately, a count
+//   that halves every 30 seconds. So the jobs of an employer that queued few run before the backlog
+//   of one that queued many, and each employer's own jobs keep their order. Jobs of no employer (the
+//   scheduled ones) have priority 0. Counted in each process's memory: enqueueing costs no write, and
+//   every process ranks a flooding employer behind the others alike;
+// - the flag `employer:<id>` (graphile-worker's job flags), by which a worker process knows whose
+//   jobs it runs and leaves alone those of employers that have their share (createEmployerShares).
 import type { Job, Task, TaskList } from 'graphile-worker';
 import { sql, type ValueExpression } from 'slonik';
 
 const FLAG_PREFIX = 'employer:';
+const HALF_LIFE_MS = 30_000;
+/** graphile-worker's priority is a smallint. */
+const PRIORITY_MAX = 32_767;
+/** Employers whose count is remembered at most; the ones whose count has decayed below one are dropped first. */
+const REMEMBERED_EMPLOYERS = 10_000;
 
-/** graphile_worker.add_job's named arguments that make a job one of the employer's. */
-export function employerJobArguments(employerId: ValueExpression) {
-  return sql.fragment`priority => employer_job_priority((${employerId})::text), flags => ARRAY[${FLAG_PREFIX} || (${employerId})::text]`;
+const recentJobs = new Map<string, { count: number; at: number }>();
+
+/** Counts `jobs` jobs queued now for the employer; answers their priority: its jobs queued lately before them. */
+export function employerJobPriority(employerId: string, jobs = 1): number {
+  const now = Date.now();
+  const last = recentJobs.get(employerId);
+  const before = last ? last.count * 0.5 ** ((now - last.at) / HALF_LIFE_MS) : 0;
+  recentJobs.set(employerId, { count: before + jobs, at: now });
+  if (recentJobs.size > REMEMBERED_EMPLOYERS) {
+    for (const [id, entry] of recentJobs) if (entry.count * 0.5 ** ((now - entry.at) / HALF_LIFE_MS) < 1) recentJobs.delete(id);
+  }
+  return Math.min(PRIORITY_MAX, Math.round(before));
 }
 
-/** The same for a graphile_worker.job_spec: its priority and flags fields, NULL for a job of no employer. */
-export function employerJobSpecFields(employerId: ValueExpression) {
-  return sql.fragment`CASE WHEN (${employerId})::text IS NOT NULL THEN employer_job_priority((${employerId})::text) END,
-    CASE WHEN (${employerId})::text IS NOT NULL THEN ARRAY[${FLAG_PREFIX} || (${employerId})::text] END`;
+export const employerFlag = (employerId: string) => `${FLAG_PREFIX}${employerId}`;
+
+/** graphile_worker.add_job's named arguments that make a job (or the jobs of one statement) one of the employer's. */
+export function employerJobArguments(employerId: string) {
+  return sql.fragment`priority => ${employerJobPriority(employerId)}::smallint, flags => ARRAY[${employerFlag(employerId)}]`;
 }
+
+/** The flag alone, for a statement queuing jobs of several employers (a recovery: they keep priority 0). */
+export function employerJobFlagArgument(employerId: ValueExpression) {
+  return sql.fragment`flags => ARRAY[${FLAG_PREFIX} || (${employerId})::text]`;
+}
+
+/** After a reserve fetch found nothing but the jobs of employers at their share, the next waits this long (or until a job ends). */
+const QUIET_AFTER_EMPTY_FETCH_MS = 250;
 
 /**
- * Runs each employer's jobs within its share of this worker process: at most `perEmployer` at a time.
- * Workers skip the jobs of employers at their share (`forbiddenFlags`, asked before each fetch); a
- * job fetched past it all the same (workers fetching at the same moment) goes back to the queue
- * unrun, as a copy with its key, priority, flags and attempts left.
+ * The jobs each employer runs in this worker process (main and reserve runners), and the reserve's
+ * rule: it leaves alone the jobs of employers running `share` or more (graphile-worker's
+ * forbiddenFlags, asked before each of its fetches). A job the reserve fetched for an employer that
+ * reached its share meanwhile (workers fetching at the same moment) goes back to the queue unrun, as
+ * a copy with its key, priority, flags and attempts left. When a reserve fetch found nothing else, the
+ * next waits a moment, or until a job ends: a fetch that skips a large backlog scans all of it.
  */
-export function createEmployerShares(perEmployer: number) {
+export function createEmployerShares(share: number) {
   const running = new Map<string, number>();
+  let jobEnded = Promise.withResolvers<void>();
+  let quietUntil = 0;
   const employerFlagOf = (job: Job) => Object.keys(job.flags ?? {}).find((flag) => flag.startsWith(FLAG_PREFIX));
-  const share = (task: Task): Task => async (payload, helpers) => {
+  const atShare = () => [...running].filter(([, count]) => count >= share).map(([flag]) => flag);
+
+  const counting = (task: Task, reserved: boolean): Task => async (payload, helpers) => {
     const flag = employerFlagOf(helpers.job);
     if (flag === undefined) return task(payload, helpers);
     const count = running.get(flag) ?? 0;
-    if (count >= perEmployer) {
+    if (reserved && count >= share) {
       const { job } = helpers;
       await helpers.addJob(job.task_identifier, job.payload, {
         ...(job.key ? { jobKey: job.key } : {}),
@@ -51,14 +81,29 @@ export function createEmployerShares(perEmployer: number) {
       const left = (running.get(flag) ?? 1) - 1;
       if (left > 0) running.set(flag, left);
       else running.delete(flag);
+      jobEnded.resolve();
+      jobEnded = Promise.withResolvers<void>();
     }
   };
+  const wrapAll = (tasks: TaskList, reserved: boolean): TaskList =>
+    Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, counting(task!, reserved)]));
+
   return {
-    tasks: (tasks: TaskList): TaskList => Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, share(task!)])),
-    /** The flags of the employers whose share is taken (null: none). */
-    forbiddenFlags: (): string[] | null => {
-      const full = [...running].filter(([, count]) => count >= perEmployer).map(([flag]) => flag);
-      return full.length > 0 ? full : null;
+    /** The main runner's tasks: counted, run whoever they belong to. */
+    counted: (tasks: TaskList) => wrapAll(tasks, false),
+    /** The reserve's tasks: counted, and a job of an employer at its share goes back unrun. */
+    reserved: (tasks: TaskList) => wrapAll(tasks, true),
+    /** The reserve's forbiddenFlags: the flags of the employers at their share (null: none). */
+    async forbiddenFlags(): Promise<string[] | null> {
+      if (atShare().length > 0 && Date.now() < quietUntil) {
+        await Promise.race([jobEnded.promise, new Promise((resolve) => setTimeout(resolve, quietUntil - Date.now()).unref())]);
+      }
+      const flags = atShare();
+      return flags.length > 0 ? flags : null;
+    },
+    /** A reserve fetch came back empty. */
+    fetchedNothing() {
+      if (atShare().length > 0) quietUntil = Date.now() + QUIET_AFTER_EMPTY_FETCH_MS;
     },
   };
 }
