@@ -1,5 +1,5 @@
-// Tenant isolation under attack. The service runs as its own process (every role, as `npm start`,
-// TRUST_PROXY so each tenant's requests come from its own address, as through a load balancer).
+// Tenant isolation under attack. The service runs as its own process (every role, as `npm start`;
+// TRUST_PROXY, so each tenant's requests come from its own address, as through a load balancer).
 // Tenant B runs a steady, light workload: a key-authenticated GET every 200 ms, a CSV export of its
 // 6 patients and a queued webhook ping (to a local HTTPS receiver) every 5 s, each export and ping
 // once the one before it has completed. First B alone, then while tenant A, in turn:
@@ -14,7 +14,9 @@
 // per phase: B's GETs (and failures), p50/p99 latency and the p99's ratio to B alone, B's export and
 // webhook completion times (max), and the answers A got. Goals: p99 at most 2x alone, export and
 // webhook done within 10 s, in every phase.
-//   npm run bench -- isolation [seconds per phase=30] [A's patients=20000] [attacks=abcd]
+// With `split`, the API runs in one process and the worker and projections in another, as
+// docker-compose.yml runs them.
+//   npm run bench -- isolation [seconds per phase=30] [A's patients=20000] [attacks=abcd] [one|split]
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -69,6 +71,7 @@ export default async function isolationBench(args: string[]) {
   const phaseSeconds = Number(args[0] ?? 30);
   const flooderPatients = Number(args[1] ?? 20_000);
   const chosenAttacks = args[2] ?? 'abcd';
+  const split = args[3] === 'split';
   const database = await startBenchDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-isolation-'));
   const receiver = await startHttpsReceiver();
@@ -93,7 +96,7 @@ export default async function isolationBench(args: string[]) {
     return { status: 200 };
   });
 
-  let service: ServiceProcess | null = null;
+  const services: ServiceProcess[] = [];
   const setup = await startService({ config: loadConfig(env), roles: ['projections'] });
   try {
     const actor = { type: 'system', id: 'bench' } as const;
@@ -117,7 +120,8 @@ export default async function isolationBench(args: string[]) {
     });
     await setup.stop();
 
-    service = await startServiceProcess('all', env);
+    if (split) services.push(await startServiceProcess('api', env), await startServiceProcess('worker,projections', env));
+    else services.push(await startServiceProcess('all', env));
     const call = async (from: string, path: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Answer & { body: any }> => {
       const response = await fetch(`${url}${path}`, { ...init, headers: { 'x-forwarded-for': from, ...init.headers } });
       const text = await response.text();
@@ -141,7 +145,7 @@ export default async function isolationBench(args: string[]) {
     };
     await upload(asB, 0, 6);
     for (let from = 0; from < flooderPatients; from += COHORT_ROWS_PER_UPLOAD) await upload(asA, from, Math.min(COHORT_ROWS_PER_UPLOAD, flooderPatients - from));
-    console.log(`isolation: the service (every role) in its own process; tenant B has 6 patients, tenant A ${flooderPatients} and SAML enabled; ` +
+    console.log(`isolation: the service in ${split ? 'two processes (API; worker and projections)' : 'one process (every role)'}; tenant B has 6 patients, tenant A ${flooderPatients} and SAML enabled; ` +
       `both keys at the rate-limit ceiling (${ceiling}/min). ${phaseSeconds} s per phase.`);
 
     /** B's workload until `stopAt`; resolves once its last export and ping have completed (or LATE_LIMIT_MS after). */
@@ -258,7 +262,7 @@ export default async function isolationBench(args: string[]) {
     console.log('goals: p99/alone <= 2, export and webhook <= 10 s, no failed GET, in every phase');
   } finally {
     await setup.stop().catch(() => {});
-    if (service) await stopServiceProcess(service);
+    for (const service of services) await stopServiceProcess(service);
     await receiver.close();
     await database.stop();
     await rm(dataDir, { recursive: true, force: true });

@@ -37,7 +37,7 @@ const configSchema = z
     FHIR_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
     EXPORT_RETENTION_DAYS: z.coerce.number().positive().default(7),
     /** CSV exports of one employer pending or running at once (FHIR Bulk Data: one at a time). */
-    EXPORT_CSV_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(2),
+    EXPORT_CSV_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(1),
     /** Megabytes of export files one employer may have stored (not yet expired) before new exports are refused. */
     EXPORT_STORAGE_QUOTA_MB: z.coerce.number().positive().default(1024),
     /** Simulations of one employer queued or running at once. */
