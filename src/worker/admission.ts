@@ -1,7 +1,7 @@
 // Admission of the queued work an employer asks for: at most a limit of each kind in flight per
 // employer, so no employer's backlog grows without bound. Work that has a row of its own (an export,
 // a pending delivery) is counted from that row; work with none yet holds an admission ticket
-// (`work_admissions`, migrations/0030_fair_shares.sql) from its request until its row exists or its
+// (`work_admissions`, migrations/0030_work_admissions.sql) from its request until its row exists or its
 // job ends. Counting and taking the ticket happen under a lock of the employer and kind, so parallel
 // requests cannot pass the limit together; a refusal changes nothing.
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';

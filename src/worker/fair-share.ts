@@ -18,12 +18,12 @@ const REMEMBERED_EMPLOYERS = 10_000;
 
 const recentJobs = new Map<string, { count: number; at: number }>();
 
-/** Counts `jobs` jobs queued now for the employer; answers their priority: its jobs queued lately before them. */
-export function employerJobPriority(employerId: string, jobs = 1): number {
+/** Counts one job queued now for the employer (a statement's jobs together); answers its priority: the employer's jobs queued lately before it. */
+export function employerJobPriority(employerId: string): number {
   const now = Date.now();
   const last = recentJobs.get(employerId);
   const before = last ? last.count * 0.5 ** ((now - last.at) / HALF_LIFE_MS) : 0;
-  recentJobs.set(employerId, { count: before + jobs, at: now });
+  recentJobs.set(employerId, { count: before + 1, at: now });
   if (recentJobs.size > REMEMBERED_EMPLOYERS) {
     for (const [id, entry] of recentJobs) if (entry.count * 0.5 ** ((now - entry.at) / HALF_LIFE_MS) < 1) recentJobs.delete(id);
   }
