@@ -42,21 +42,29 @@ export function employerJobFlagArgument(employerId: ValueExpression) {
   return sql.fragment`flags => ARRAY[${FLAG_PREFIX} || (${employerId})::text]`;
 }
 
-/** After a reserve fetch found nothing but the jobs of employers at their share, the next waits this long (or until a job ends). */
-const QUIET_AFTER_EMPTY_FETCH_MS = 250;
+/** While employers are at their share, one reserve fetch at a time looks for others' jobs, one every this long at most. */
+const PROBE_EVERY_MS = 250;
 
 /**
  * The jobs each employer runs in this worker process (main and reserve runners), and the reserve's
  * rule: it leaves alone the jobs of employers running `share` or more (graphile-worker's
  * forbiddenFlags, asked before each of its fetches). A job the reserve fetched for an employer that
  * reached its share meanwhile (workers fetching at the same moment) goes back to the queue unrun, as
- * a copy with its key, priority, flags and attempts left. When a reserve fetch found nothing else, the
- * next waits a moment, or until a job ends: a fetch that skips a large backlog scans all of it.
+ * a copy with its key, priority, flags and attempts left. While some employers are at their share, a
+ * reserve fetch scans the whole backlog it skips: so one reserve worker at a time fetches, at most
+ * every PROBE_EVERY_MS while they find nothing, and the others wait for what it found (a job: they
+ * fetch too) or for an employer to drop below its share.
  */
 export function createEmployerShares(share: number) {
   const running = new Map<string, number>();
-  let jobEnded = Promise.withResolvers<void>();
+  /** Until when reserve fetches wait (a fetch is looking, or found nothing lately). */
   let quietUntil = 0;
+  let wake = Promise.withResolvers<void>();
+  const wakeAll = () => {
+    quietUntil = 0;
+    wake.resolve();
+    wake = Promise.withResolvers<void>();
+  };
   const employerFlagOf = (job: Job) => Object.keys(job.flags ?? {}).find((flag) => flag.startsWith(FLAG_PREFIX));
   const atShare = () => [...running].filter(([, count]) => count >= share).map(([flag]) => flag);
 
@@ -81,8 +89,7 @@ export function createEmployerShares(share: number) {
       const left = (running.get(flag) ?? 1) - 1;
       if (left > 0) running.set(flag, left);
       else running.delete(flag);
-      jobEnded.resolve();
-      jobEnded = Promise.withResolvers<void>();
+      if (left === share - 1) wakeAll();
     }
   };
   const wrapAll = (tasks: TaskList, reserved: boolean): TaskList =>
@@ -95,15 +102,15 @@ export function createEmployerShares(share: number) {
     reserved: (tasks: TaskList) => wrapAll(tasks, true),
     /** The reserve's forbiddenFlags: the flags of the employers at their share (null: none). */
     async forbiddenFlags(): Promise<string[] | null> {
-      if (atShare().length > 0 && Date.now() < quietUntil) {
-        await Promise.race([jobEnded.promise, new Promise((resolve) => setTimeout(resolve, quietUntil - Date.now()).unref())]);
+      while (atShare().length > 0 && Date.now() < quietUntil) {
+        await Promise.race([wake.promise, new Promise((resolve) => setTimeout(resolve, quietUntil - Date.now()).unref())]);
       }
       const flags = atShare();
-      return flags.length > 0 ? flags : null;
+      if (flags.length === 0) return null;
+      quietUntil = Date.now() + PROBE_EVERY_MS;
+      return flags;
     },
-    /** A reserve fetch came back empty. */
-    fetchedNothing() {
-      if (atShare().length > 0) quietUntil = Date.now() + QUIET_AFTER_EMPTY_FETCH_MS;
-    },
+    /** A reserve fetch found a job: there may be more, the waiting reserve workers fetch too. */
+    fetchedJob: wakeAll,
   };
 }

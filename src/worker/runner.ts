@@ -69,7 +69,7 @@ export async function startWorker(deps: SupervisionDeps & {
   if (!deps.reserveConcurrency) return main;
   const reserveConcurrency = deps.reserveConcurrency;
   const reserve = await supervise(deps, (events) => {
-    events.on('worker:getJob:empty', shares.fetchedNothing);
+    events.on('job:start', shares.fetchedJob);
     return {
       taskList: shares.reserved(deps.tasks),
       concurrency: reserveConcurrency,
