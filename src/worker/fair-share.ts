@@ -42,8 +42,12 @@ export function employerJobFlagArgument(employerId: ValueExpression) {
   return sql.fragment`flags => ARRAY[${FLAG_PREFIX} || (${employerId})::text]`;
 }
 
-/** While employers are at their share, one reserve fetch at a time looks for others' jobs, one every this long at most. */
-const PROBE_EVERY_MS = 250;
+/**
+ * While employers are at their share, one reserve fetch at a time looks for others' jobs: the next
+ * after this long, doubled after each that found nothing, up to PROBE_PAUSE_MAX_MS.
+ */
+const PROBE_PAUSE_MS = 250;
+const PROBE_PAUSE_MAX_MS = 2000;
 
 /**
  * The jobs each employer runs in this worker process (main and reserve runners), and the reserve's
@@ -51,17 +55,19 @@ const PROBE_EVERY_MS = 250;
  * forbiddenFlags, asked before each of its fetches). A job the reserve fetched for an employer that
  * reached its share meanwhile (workers fetching at the same moment) goes back to the queue unrun, as
  * a copy with its key, priority, flags and attempts left. While some employers are at their share, a
- * reserve fetch scans the whole backlog it skips: so one reserve worker at a time fetches, at most
- * every PROBE_EVERY_MS while they find nothing, and the others wait for what it found (a job: they
- * fetch too) or for an employer to drop below its share.
+ * reserve fetch scans the whole backlog it skips: so one reserve worker at a time fetches, less often
+ * while they find nothing (PROBE_PAUSE_MS, doubling up to PROBE_PAUSE_MAX_MS), and the others wait for
+ * what it found (a job: they fetch too) or for an employer to drop below its share.
  */
 export function createEmployerShares(share: number) {
   const running = new Map<string, number>();
-  /** Until when reserve fetches wait (a fetch is looking, or found nothing lately). */
+  /** Until when reserve fetches wait (a fetch is looking, or found nothing lately), and the next pause. */
   let quietUntil = 0;
+  let pause = PROBE_PAUSE_MS;
   let wake = Promise.withResolvers<void>();
   const wakeAll = () => {
     quietUntil = 0;
+    pause = PROBE_PAUSE_MS;
     wake.resolve();
     wake = Promise.withResolvers<void>();
   };
@@ -107,7 +113,8 @@ export function createEmployerShares(share: number) {
       }
       const flags = atShare();
       if (flags.length === 0) return null;
-      quietUntil = Date.now() + PROBE_EVERY_MS;
+      quietUntil = Date.now() + pause;
+      pause = Math.min(2 * pause, PROBE_PAUSE_MAX_MS);
       return flags;
     },
     /** A reserve fetch found a job: there may be more, the waiting reserve workers fetch too. */
