@@ -79,7 +79,7 @@ export default async function benchAuth(args: string[]) {
   await chmod(dataDir, 0o755); // Postgres runs as the `postgres` user the package creates when we are root
   const database = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false });
   const service = await startService({
-    config: loadConfig({ NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: database.connectionUri, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ENCRYPTION_KEY: '0'.repeat(64) }),
+    config: loadConfig({ NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: database.connectionUri, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ENCRYPTION_KEY: '0'.repeat(64), API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000' }),
     capabilities: [...capabilities, probeCapability],
   });
   try {

@@ -51,7 +51,7 @@ export default async function exportBench(args: string[]) {
   const url = `http://127.0.0.1:${port}`;
   const env = {
     NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn',
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn', API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000',
   };
   const actor = { type: 'system', id: 'bench' } as const;
   let setup: Awaited<ReturnType<typeof startService>> | null = null;

@@ -58,6 +58,9 @@ export async function startBenchService(
     DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-data-')),
     ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
     LOG_LEVEL: 'silent',
+    // Benches measure throughput: their callers' rate limits are lifted unless a bench sets them.
+    API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000',
+    SESSION_RATE_LIMIT_PER_MIN: '1000000000',
     ...options.env,
   });
   const service = await startService({

@@ -2,6 +2,7 @@
 // the process with a message naming the variable instead of failing later in a request.
 import { Resolver } from 'node:dns';
 import { z } from 'zod';
+import { WORKER_CONCURRENCY } from './worker/runner.ts';
 
 const booleanFromText = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -28,9 +29,26 @@ const configSchema = z
     /** How long a command waits for the projections it needs before answering (read-your-writes). */
     PROJECTION_WAIT_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
     API_KEY_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
+    /** The largest rateLimitPerMinute a key may be given, and the most any key gets (unset: 1200, or API_KEY_RATE_LIMIT_PER_MIN if higher). */
+    API_KEY_RATE_LIMIT_MAX_PER_MIN: z.coerce.number().int().positive().optional(),
+    /** Calls a minute one signed-in user (or one session) may make, counted per API process. */
+    SESSION_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(600),
+    SESSION_RATE_LIMIT_BY: z.enum(['user', 'session']).default('user'),
     /** FHIR calls per employer and minute (SPEC 8), counted per process. */
     FHIR_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
     EXPORT_RETENTION_DAYS: z.coerce.number().positive().default(7),
+    /** CSV exports of one employer pending or running at once (FHIR Bulk Data: one at a time). */
+    EXPORT_CSV_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(1),
+    /** Megabytes of export files one employer may have stored (not yet expired) before new exports are refused. */
+    EXPORT_STORAGE_QUOTA_MB: z.coerce.number().positive().default(1024),
+    /** Simulations of one employer queued or running at once. */
+    SIMULATION_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(3),
+    /** Deliveries one employer asked for (queued pings, redeliveries) still pending at once. */
+    WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(20),
+    /** Workers each worker process keeps, beside its WORKER_CONCURRENCY, for employers running fewer than WORKER_JOBS_PER_EMPLOYER of its jobs; 0 for none. */
+    WORKER_RESERVE_CONCURRENCY: z.coerce.number().int().min(0).max(WORKER_CONCURRENCY).default(4),
+    /** An employer's share of a worker process: with this many of its jobs running, the reserve workers leave its jobs alone. */
+    WORKER_JOBS_PER_EMPLOYER: z.coerce.number().int().positive().default(4),
     WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: booleanFromText.default(false),
     /** How long a webhook target's host name may take to resolve; past it the attempt fails. */
@@ -91,12 +109,18 @@ const configSchema = z
     if (env.NODE_ENV === 'production' && env.DATABASE_URL && !env.ENCRYPTION_KEY) {
       ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'is required when DATABASE_URL is set and NODE_ENV=production' });
     }
+    if (env.API_KEY_RATE_LIMIT_MAX_PER_MIN !== undefined && env.API_KEY_RATE_LIMIT_MAX_PER_MIN < env.API_KEY_RATE_LIMIT_PER_MIN) {
+      ctx.addIssue({ code: 'custom', path: ['API_KEY_RATE_LIMIT_MAX_PER_MIN'], message: 'is below API_KEY_RATE_LIMIT_PER_MIN' });
+    }
     if (env.API_KEY_INVENTORY_EXPECTED_MIN > env.API_KEY_INVENTORY_EXPECTED_MAX) {
       ctx.addIssue({ code: 'custom', path: ['API_KEY_INVENTORY_EXPECTED_MIN'], message: 'is above API_KEY_INVENTORY_EXPECTED_MAX' });
     }
   });
 
-export type Config = z.infer<typeof configSchema> & { PUBLIC_BASE_URL: string };
+/** API_KEY_RATE_LIMIT_MAX_PER_MIN when unset. */
+const DEFAULT_API_KEY_RATE_LIMIT_MAX_PER_MIN = 1200;
+
+export type Config = z.infer<typeof configSchema> & { PUBLIC_BASE_URL: string; API_KEY_RATE_LIMIT_MAX_PER_MIN: number };
 
 export class ConfigError extends Error {}
 
@@ -110,5 +134,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const config = parsed.data;
   const publicBaseUrl = (config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
-  return { ...config, PUBLIC_BASE_URL: publicBaseUrl };
+  const rateLimitCeiling = config.API_KEY_RATE_LIMIT_MAX_PER_MIN ?? Math.max(DEFAULT_API_KEY_RATE_LIMIT_MAX_PER_MIN, config.API_KEY_RATE_LIMIT_PER_MIN);
+  return { ...config, PUBLIC_BASE_URL: publicBaseUrl, API_KEY_RATE_LIMIT_MAX_PER_MIN: rateLimitCeiling };
 }

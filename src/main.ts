@@ -159,7 +159,7 @@ export async function startService(options: {
     const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
     const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
     worker = await startWorker({
-      pgPool: db.worker!, tasks, crontab,
+      pgPool: db.worker!, tasks, crontab, reserveConcurrency: config.WORKER_RESERVE_CONCURRENCY, jobsPerEmployer: config.WORKER_JOBS_PER_EMPLOYER,
       onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself or fetched no job; starting a new one'),
       onError: (message) => logger.error({ component: 'graphile-worker' }, message),
     });

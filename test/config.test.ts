@@ -13,6 +13,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ EVENT_STORE: 'esdb' })).toThrow(/EVENTSTORE_CONNECTION_STRING/);
     expect(() => loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://x@localhost/db' })).toThrow(/ENCRYPTION_KEY/);
     expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_NETWORKS/);
+    expect(() => loadConfig({ WORKER_RESERVE_CONCURRENCY: '17' })).toThrow(/WORKER_RESERVE_CONCURRENCY/);
+  });
+
+  it('puts the ceiling of a key\'s rate limit at 1200 a minute, or the default limit if higher, and never below it', () => {
+    expect(loadConfig({}).API_KEY_RATE_LIMIT_MAX_PER_MIN).toBe(1200);
+    expect(loadConfig({ API_KEY_RATE_LIMIT_PER_MIN: '5000' }).API_KEY_RATE_LIMIT_MAX_PER_MIN).toBe(5000);
+    expect(loadConfig({ API_KEY_RATE_LIMIT_MAX_PER_MIN: '300' }).API_KEY_RATE_LIMIT_MAX_PER_MIN).toBe(300);
+    expect(() => loadConfig({ API_KEY_RATE_LIMIT_MAX_PER_MIN: '100' })).toThrow(/API_KEY_RATE_LIMIT_MAX_PER_MIN: is below API_KEY_RATE_LIMIT_PER_MIN/);
   });
 
   it('takes the DNS servers of domain verification as addresses with optional ports', () => {

@@ -84,7 +84,8 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
       recorder.recordIpRejection(key, clientIp);
       throw new DomainError(403, 'API_KEY_IP_NOT_ALLOWED', `This API key may not be used from ${clientIp}.`);
     }
-    const decision = await limiter.take(`key:${key.id}`, key.rateLimitPerMinute ?? ctx.config.API_KEY_RATE_LIMIT_PER_MIN);
+    const limit = Math.min(key.rateLimitPerMinute ?? ctx.config.API_KEY_RATE_LIMIT_PER_MIN, ctx.config.API_KEY_RATE_LIMIT_MAX_PER_MIN);
+    const decision = await limiter.take(`key:${key.id}`, limit);
     if (!decision.allowed) throw rateLimited(headers, decision, 'Rate limit of this API key exceeded; retry later.');
     rateLimitHeaders(headers, decision);
     const apiVersion = resolveApiVersion(request.headers[API_VERSION_HEADER]);

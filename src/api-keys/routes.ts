@@ -16,7 +16,6 @@ import { API_KEY_CHECK_ORDER } from './pipeline.ts';
 import { apiKeyMetadata, getApiKey, listApiKeys } from '../../projections/api-keys/queries.ts';
 import type { Clock } from './rate-limiter.ts';
 
-const MAX_RATE_LIMIT_PER_MIN = 1_000_000;
 const auth = { modes: ['session'], role: 'EMPLOYER_ADMIN' } as const;
 const tags = ['API keys'];
 
@@ -29,7 +28,8 @@ const cidrEntry = z.string().max(CIDR_MAX).transform((value, context) => {
   }
 });
 
-const createBody = z.strictObject({
+/** The body of a key's creation; `rateLimitCeiling` is API_KEY_RATE_LIMIT_MAX_PER_MIN. */
+const createBody = (rateLimitCeiling: number) => z.strictObject({
   name: z.string().trim().min(1).max(NAME_MAX),
   scopes: z
     .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; the scopes are ${SCOPES.join(', ')}` }))
@@ -43,7 +43,16 @@ const createBody = z.strictObject({
     .meta({ description: 'IPv4/IPv6 CIDRs; a bare address means /32 or /128. Stored normalised. Empty or absent: any address.' })
     .transform((cidrs) => [...new Set(cidrs ?? [])]),
   expiresAt: instantSchema.optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
-  rateLimitPerMinute: z.number().int().min(1).max(MAX_RATE_LIMIT_PER_MIN).optional().meta({ description: 'Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN.' }),
+  rateLimitPerMinute: z
+    .number()
+    .int()
+    .min(1)
+    .max(rateLimitCeiling, { error: `must be at most ${rateLimitCeiling}, the ceiling the operator set (API_KEY_RATE_LIMIT_MAX_PER_MIN)` })
+    .optional()
+    .meta({
+      description: `Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN. At most ${rateLimitCeiling}, the operator's ceiling (API_KEY_RATE_LIMIT_MAX_PER_MIN): ` +
+        'a larger value is 400 VALIDATION_ERROR naming it, and a key given more before the ceiling was lowered gets the ceiling.',
+    }),
 });
 
 const createdKey = apiKeyMetadata.extend({
@@ -77,7 +86,7 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       description: `Returns the raw key once. Calls made with the key are checked in this order:\n\n${API_KEY_CHECK_ORDER}`,
       tags,
       auth,
-      body: createBody,
+      body: createBody(ctx.config.API_KEY_RATE_LIMIT_MAX_PER_MIN),
       idempotent: true,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
       handler: async ({ body, principal, request, reply }) => {

@@ -1,10 +1,11 @@
 // Authentication of one request against its route's declared requirement. Order: an `x-api-key`
 // header decides the mode (API-key pipeline of the api-keys capability); otherwise the session cookie,
-// then role, then scope, then cross-site request forgery protection for state-changing calls.
+// its rate limit, then role, then scope, then cross-site request forgery protection for state-changing calls.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { authenticatePlatformToken } from './platform-token.ts';
+import { assertSessionCallAllowed } from './session-rate-limit.ts';
 import { ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth } from './principal.ts';
 
 export const SESSION_COOKIE = 'ei_session';
@@ -36,6 +37,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   }
   const session = ctx.sessionLookup ? await ctx.sessionLookup(sessionSecret) : null;
   if (!session) throw new DomainError(401, 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
+  assertSessionCallAllowed(ctx, session, reply);
   const { role } = session;
   const principal: Principal = {
     kind: 'session',

@@ -22,6 +22,7 @@ import { instantMillis, INSTANT_RANGE_MESSAGE } from '../http/instant.ts';
 import { acceptJson, type RoutePlugin } from '../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from './bulk-data.ts';
 import { getCohort } from '../../projections/patients/queries.ts';
+import { assertExportAdmitted, exportLimitsDescription } from './admission.ts';
 import { cancelExport, fileStream, getExport, insertExport } from './store.ts';
 import { queueExportJob } from './tasks.ts';
 
@@ -86,7 +87,7 @@ export function bulkDataRoutes(): RoutePlugin {
           url: `${FHIR_PATH}${level.path}/$export`,
           summary: level.summary,
           description:
-            `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. While an export of the employer is pending or running, another kick-off is 429 with Retry-After. ` +
+            `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. ${exportLimitsDescription(ctx.config)} ` +
             `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.` +
             (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : '') +
             ` ${WHO_MAY_CALL}`,
@@ -104,19 +105,11 @@ export function bulkDataRoutes(): RoutePlugin {
             const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
-            const busy = await ctx.db.slonik.transaction(async (tx) => {
-              // One kick-off at a time per employer decides whether another export is in flight.
-              await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtext(${`bulk-export:${principal.employerId}`}))`);
-              const inFlight = await tx.exists(sql.unsafe`SELECT 1 FROM exports WHERE employer_id = ${principal.employerId} AND kind = 'fhir' AND status IN ('pending', 'running')`);
-              if (inFlight) return true;
+            await ctx.db.slonik.transaction(async (tx) => {
+              await assertExportAdmitted(tx, ctx.config, principal.employerId, 'fhir');
               await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
               await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
-              return false;
             });
-            if (busy) {
-              reply.header('retry-after', String(RETRY_AFTER_SECONDS * 5));
-              throw fhirError(429, 'A bulk export of this employer is already running; retry when it has completed.');
-            }
             return reply.status(202).header('content-location', bulkStatusUrl(ctx, exportId)).send();
           },
         });

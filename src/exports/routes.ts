@@ -13,6 +13,7 @@ import { notFound } from '../http/errors.ts';
 import { defineRoute } from '../http/route.ts';
 import type { RoutePlugin } from '../http/server.ts';
 import { rosterPatient } from '../../projections/patients/queries.ts';
+import { assertExportAdmitted, exportLimitsDescription } from './admission.ts';
 import { employerReport } from './pdf.ts';
 import { countPatients, rosterPages } from './roster.ts';
 import { fileStream, getExport, insertExport, type ExportRow } from './store.ts';
@@ -104,14 +105,20 @@ export function exportRoutes(): RoutePlugin {
       description:
         'Answers 202 at once with `Location` = the status URL; a worker writes the file. It is downloadable for EXPORT_RETENTION_DAYS (7 by default) once ' +
         'completed, then answers 410. The webhook event export.ready `{ exportId, kind: "csv", rowCount, downloadUrl }` is sent when it completes. ' +
-        'Cells beginning with =, +, -, @, tab or carriage return are prefixed with an apostrophe (formula injection).',
+        'Cells beginning with =, +, -, @, tab or carriage return are prefixed with an apostrophe (formula injection). ' +
+        exportLimitsDescription(ctx.config),
       tags,
       auth: { modes: ['apiKey', 'session'], scope: 'export:create' },
       idempotent: true,
-      responses: { 202: { description: 'Queued', schema: z.object({ exportId: z.string(), status: z.literal('pending') }) } },
+      responses: {
+        202: { description: 'Queued', schema: z.object({ exportId: z.string(), status: z.literal('pending') }) },
+        409: { description: 'EXPORT_QUOTA_EXCEEDED: the stored export files of the employer are over its quota' },
+        429: { description: 'TOO_MANY_EXPORTS_IN_FLIGHT: the employer has EXPORT_CSV_MAX_IN_FLIGHT CSV exports pending or running' },
+      },
       handler: async ({ principal, reply }) => {
         const exportId = randomUUID();
         await ctx.db.slonik.transaction(async (tx) => {
+          await assertExportAdmitted(tx, ctx.config, principal.employerId, 'csv');
           await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'csv' });
           await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
         });

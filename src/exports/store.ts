@@ -127,8 +127,33 @@ export async function markCompleted(tx: CommonQueryMethods, employerId: string, 
     WHERE employer_id = ${employerId} AND export_id = ${exportId} RETURNING ${isoColumns}`);
 }
 
+/** A failed export keeps no partial files: nothing could download them, and they would count against the quota. */
 export async function markFailed(pool: CommonQueryMethods, employerId: string, exportId: string, failure: string): Promise<void> {
-  await pool.query(sql.unsafe`UPDATE exports SET status = 'failed', failure = ${failure} WHERE employer_id = ${employerId} AND export_id = ${exportId} AND status IN ('pending', 'running')`);
+  await pool.query(sql.unsafe`
+    WITH failed AS (
+      UPDATE exports SET status = 'failed', failure = ${failure} WHERE employer_id = ${employerId} AND export_id = ${exportId} AND status IN ('pending', 'running')
+      RETURNING employer_id, export_id)
+    DELETE FROM export_chunks c USING failed f WHERE c.employer_id = f.employer_id AND c.export_id = f.export_id`);
+}
+
+/** Exports of the kind the employer has pending or running. */
+export async function exportsInFlight(pool: CommonQueryMethods, employerId: string, kind: ExportKind): Promise<number> {
+  return pool.oneFirst(sql.type(z.object({ count: z.number() }))`
+    SELECT count(*)::int AS count FROM exports WHERE employer_id = ${employerId} AND kind = ${kind} AND status IN ('pending', 'running')`);
+}
+
+/**
+ * The bytes of the employer's stored export files that count against its quota (those of exports
+ * pending, running, or completed and not yet expired: files past their expiry count no more, before
+ * the hourly job deletes them), and when the next completed export expires and frees its bytes.
+ */
+export async function storedExportFiles(pool: CommonQueryMethods, employerId: string): Promise<{ bytes: number; nextExpiry: string | null }> {
+  return pool.one(sql.type(z.object({ bytes: z.number(), nextExpiry: z.string().nullable() }))`
+    SELECT
+      (SELECT coalesce(sum(octet_length(c.content)), 0)::float8 FROM export_chunks c JOIN exports e USING (employer_id, export_id)
+       WHERE c.employer_id = ${employerId} AND (e.status IN ('pending', 'running') OR (e.status = 'completed' AND e.expires_at > now()))) AS bytes,
+      (SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM exports
+       WHERE employer_id = ${employerId} AND status = 'completed' AND expires_at > now()) AS "nextExpiry"`);
 }
 
 /** Deletes the files of expired exports (chunks cascade with the row's files removed, the row kept as `expired`). */

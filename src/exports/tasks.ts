@@ -1,6 +1,7 @@
 // Worker tasks of exports: running a CSV or FHIR Bulk Data export chunk by chunk (each chunk commits
 // with the position after it, so a run resumes where it stopped), re-running the exports of workers
 // that died, and the hourly deletion of expired files.
+import { setImmediate } from 'node:timers/promises';
 import { sql, type DatabasePool } from 'slonik';
 import type { JobHelpers, TaskList } from 'graphile-worker';
 import { z } from 'zod';
@@ -9,10 +10,11 @@ import { tenantStream, WrongExpectedRevisionError } from '../event-store/port.ts
 import type { Keyset } from '../http/page.ts';
 import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
 import { webhookRuntimeOf } from '../webhooks/runtime.ts';
+import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { csvLines } from './csv.ts';
 import { exportEventSchemas } from './events.ts';
-import { countPatients, rosterPages } from './roster.ts';
+import { countPatients, rosterPages, type RosterPatient } from './roster.ts';
 import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunk, type ExportRow } from './store.ts';
 
 export const RUN_EXPORT_TASK = 'export_run';
@@ -25,13 +27,30 @@ type CsvPosition = { after: Keyset | null; seq: number };
 
 export const csvDownloadUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}/api/employer/export/csv/exports/${exportId}/download`;
 
-/** Queues the run of an export in the caller's transaction (job key: one run per export). */
+/** Queues the run of an export in the caller's transaction (job key: one run per export), one of its employer's jobs. */
 export function queueExportJob(job: ExportJob) {
-  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5)`;
+  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5,
+    ${employerJobArguments(job.employerId)})`;
 }
 
 /** Rows of a CSV chunk: large chunks make few statements; one chunk's rows and text are what memory holds. */
 const CSV_CHUNK_ROWS = 5_000;
+/**
+ * Rows formatted between two turns of the event loop (a few milliseconds of work): with every role in
+ * one process, requests of other employers are answered between an export's slices, not after a
+ * whole chunk's.
+ */
+const CSV_SLICE_ROWS = 500;
+
+/** A chunk's CSV text, formatted a slice at a time, yielding to the event loop between slices. */
+async function csvChunk(patients: RosterPatient[], withHeader: boolean): Promise<string> {
+  let text = '';
+  for (let start = 0; start < patients.length || (start === 0 && withHeader); start += CSV_SLICE_ROWS) {
+    if (start > 0) await setImmediate();
+    text += csvLines(patients.slice(start, start + CSV_SLICE_ROWS), withHeader && start === 0);
+  }
+  return text;
+}
 
 /**
  * Reads, formats and writes overlap: the next page is read while this one is formatted, and a chunk is
@@ -44,7 +63,7 @@ async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   let writing: Promise<void> = Promise.resolve();
   for await (const page of rosterPages(ctx.db.slonik, row.employer_id, position.after, CSV_CHUNK_ROWS)) {
     if (page.patients.length === 0 && seq > 0) break;
-    const chunk = { fileName: CSV_FILE, seq, lineCount: page.patients.length, content: csvLines(page.patients, seq === 0) };
+    const chunk = { fileName: CSV_FILE, seq, lineCount: page.patients.length, content: await csvChunk(page.patients, seq === 0) };
     const next: CsvPosition = { after: page.next, seq: seq + 1 };
     await writing;
     writing = writeChunk(ctx.db.slonik, at, chunk, next);

@@ -30,6 +30,7 @@ const ISSUE_BY_CODE: Record<string, IssueType> = {
   CONCURRENT_MODIFICATION: 'conflict',
   IDEMPOTENCY_KEY_IN_USE: 'conflict',
   DATABASE_UNAVAILABLE: 'transient',
+  EXPORT_QUOTA_EXCEEDED: 'too-costly',
 };
 
 /** A FHIR error: the status, and the issues (the validator's, or one made from the message). */

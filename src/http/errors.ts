@@ -42,7 +42,11 @@ export function validationError(error: ZodError, where: string): DomainError {
 
 /** Maps anything thrown in a request to a ServiceError; unknown errors become a bare 500. */
 export function toServiceError(error: unknown): ServiceError {
-  if (error instanceof DomainError) return { status: error.status, code: error.code, message: error.message, details: error.details };
+  if (error instanceof DomainError) {
+    // A refusal that names its wait (details.retryAfterSeconds) says it in Retry-After too, in every shape.
+    const { retryAfterSeconds } = error.details;
+    return { status: error.status, code: error.code, message: error.message, details: error.details, ...(typeof retryAfterSeconds === 'number' ? { retryAfterSeconds } : {}) };
+  }
   if (error instanceof WrongExpectedRevisionError) {
     return { status: 409, code: 'CONCURRENT_MODIFICATION', message: 'The resource was changed by another request; retry.', details: {} };
   }

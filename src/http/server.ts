@@ -207,7 +207,12 @@ function answerClientError(error: ConnectionError, socket: Socket, shapeForPath:
 export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string) {
   registry.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
   registry.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
-  registry.registerComponent('securitySchemes', 'session', { type: 'apiKey', in: 'cookie', name: 'ei_session', description: 'Browser session from /api/auth/signin.' });
+  registry.registerComponent('securitySchemes', 'session', {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'ei_session',
+    description: 'Browser session from /api/auth/signin. Its calls are rate limited per signed-in user (or per session), SESSION_RATE_LIMIT_PER_MIN a minute (600 by default): past it, 429 RATE_LIMITED with Retry-After.',
+  });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {

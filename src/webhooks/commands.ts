@@ -12,6 +12,7 @@ import { findDeliveryStatus } from '../../projections/webhooks/queries.ts';
 import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
 import { generateSigningSecret } from './signing.ts';
 import type { WebhookSettings, WebhookStatus } from './events.ts';
+import { REQUESTED_DELIVERY, withRequestedDelivery } from './requested-deliveries.ts';
 import { webhookDecider, webhookStream, type WebhookCommand } from './subscription.ts';
 
 /** Who records delivery outcomes in the event history. */
@@ -100,9 +101,9 @@ export async function rotateSigningSecret(ctx: AppContext, context: CommandConte
   return signingSecret;
 }
 
-/** A test.ping through the queue (fan-out, retries, delivery log), unlike the direct POST .../test. */
+/** A test.ping through the queue (fan-out, retries, delivery log), unlike the direct POST .../test; a requested delivery. */
 export async function requestPing(ctx: AppContext, context: CommandContext, input: { webhookId: string }) {
-  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RequestPing' });
+  await withRequestedDelivery(ctx, employerOf(context), () => runWebhookCommand(ctx, context, input.webhookId, { type: 'RequestPing' }));
 }
 
 /** Sends a finished delivery again, same delivery id, with a fresh series of retries. */
@@ -111,10 +112,13 @@ export async function redeliver(ctx: AppContext, context: CommandContext, input:
   const status = await findDeliveryStatus(ctx.db.slonik, employerOf(context), webhookId, deliveryId);
   if (status === null) throw notFound('Delivery');
   if (status === 'pending') throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is still pending; it will be attempted again on its own.');
-  await runWebhookCommand(ctx, context, webhookId, { type: 'RequestRedelivery', deliveryId });
-  if (!(await requeueDelivery(ctx.db.slonik, deliveryId))) {
-    throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is already pending again.');
-  }
+  const employerId = employerOf(context);
+  await withRequestedDelivery(ctx, employerId, async () => {
+    await runWebhookCommand(ctx, context, webhookId, { type: 'RequestRedelivery', deliveryId });
+    if (!(await requeueDelivery(ctx.db.slonik, { employerId, deliveryId, admittedAs: REQUESTED_DELIVERY }))) {
+      throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is already pending again.');
+    }
+  });
 }
 
 /** What the delivery worker records acts as the worker, caused by the delivery. */

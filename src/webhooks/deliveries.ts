@@ -1,9 +1,11 @@
 // The delivery state machine and log in SQL. A delivery is pending until an attempt succeeds, its
 // last retry fails (failed), or its subscription stops (cancelled). Jobs only say "try attempt n of
 // delivery d": each attempt is claimed on the row first, so a stale or duplicate job does nothing.
-import { sql, type CommonQueryMethods, type DatabasePool, type ValueExpression } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../projections/webhooks/rows.ts';
+import { handOverOldestTickets } from '../worker/admission.ts';
+import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
 import type { WebhookAttemptResult } from './send.ts';
 
 export const DELIVER_TASK = 'webhook_deliver';
@@ -13,23 +15,33 @@ export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.num
 export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
 
 /**
- * The job of one attempt. One job key per delivery (`webhook_delivery:<id>`), so the next attempt's
- * job replaces a waiting one instead of doubling it (graphile-worker detaches the key from the
- * running job that schedules its successor).
+ * The job of one attempt, one of its employer's jobs. One job key per delivery
+ * (`webhook_delivery:<id>`), so the next attempt's job replaces a waiting one instead of doubling it
+ * (graphile-worker detaches the key from the running job that schedules its successor).
  */
-function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression) {
+function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression, employerArguments: FragmentSqlToken) {
   return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int),
-    run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text)`;
+    run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text, ${employerArguments})`;
+}
+
+/** The deliveries an employer asked for (queued pings, redeliveries) still pending: they count against its limit (./requested-deliveries.ts). */
+export function pendingRequestedDeliveries(employerId: string) {
+  return sql.fragment`SELECT count(*) FROM webhook_deliveries WHERE employer_id = ${employerId} AND status = 'pending'
+    AND (redelivered_at IS NOT NULL OR (event_type = 'test.ping' AND trigger = 'event'))`;
 }
 
 /**
  * Fan-out of one domain event: one pending delivery per active subscription of the event's tenant
  * that asked for it, each with its first attempt's job, in one statement. The (webhook, event)
- * uniqueness makes a re-run add nothing. Returns how many deliveries were created.
+ * uniqueness makes a re-run add nothing. With `admittedAs`, each delivery created takes over an
+ * admission ticket of that kind (src/worker/admission.ts). Returns how many deliveries were created.
  */
 export async function enqueueEventDeliveries(
   pool: CommonQueryMethods,
-  input: { employerId: string; eventId: string; webhookEvent: string; timestamp: string; data: Record<string, unknown>; onlyWebhookId: string | null },
+  input: {
+    employerId: string; eventId: string; webhookEvent: string; timestamp: string; data: Record<string, unknown>; onlyWebhookId: string | null;
+    admittedAs?: string | undefined;
+  },
 ): Promise<number> {
   const target = input.onlyWebhookId === null ? sql.fragment`${input.webhookEvent} = ANY (s.events)` : sql.fragment`s.id = ${input.onlyWebhookId}`;
   return pool.oneFirst(sql.type(z.object({ created: z.coerce.number() }))`
@@ -40,10 +52,12 @@ export async function enqueueEventDeliveries(
       FROM webhook_subscriptions s
       WHERE s.employer_id = ${input.employerId} AND s.status = 'active' AND ${target}
       ON CONFLICT (webhook_id, event_id) DO NOTHING
-      RETURNING delivery_id
+      RETURNING delivery_id, employer_id
     ), jobs AS (
-      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`)} FROM created
-    )
+      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`, employerJobArguments(input.employerId))} FROM created
+    )${input.admittedAs === undefined ? sql.fragment`` : sql.fragment`, handed_over AS (
+      ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM created)`)}
+    )`}
     SELECT count(*) AS created FROM jobs`);
 }
 
@@ -97,9 +111,9 @@ export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderTh
     WITH abandoned AS (
       UPDATE webhook_deliveries SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
       WHERE status = 'pending' AND attempt_lease IS NOT NULL AND attempt_started_at < now() - make_interval(secs => ${olderThanMs / 1000})
-      RETURNING delivery_id, attempts
+      RETURNING delivery_id, employer_id, attempts
     ), jobs AS (
-      SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`)} FROM abandoned
+      SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`, employerJobFlagArgument(sql.fragment`abandoned.employer_id`))} FROM abandoned
     )
     SELECT count(*)::int AS requeued FROM jobs`);
 }
@@ -133,7 +147,7 @@ export async function finishAttempt(
   const nextRetryAt = result.ok ? null : input.nextRetryAt?.toISOString() ?? null;
   const outcome: DeliveryStatus = result.ok ? 'succeeded' : nextRetryAt === null ? 'failed' : 'pending';
   return pool.transaction(async (tx) => {
-    const status = await tx.maybeOneFirst(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES) }))`
+    const ended = await tx.maybeOne(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES), employer_id: z.string() }))`
       UPDATE webhook_deliveries
       SET attempts = ${attempt}, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
           last_status_code = ${result.statusCode}, last_error = ${result.error},
@@ -142,9 +156,10 @@ export async function finishAttempt(
           next_attempt_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN ${nextRetryAt}::timestamptz END,
           completed_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN NULL ELSE now() END
       WHERE delivery_id = ${deliveryId} AND attempt_lease = ${input.lease}
-      RETURNING status`);
+      RETURNING status, employer_id`);
+    const status = ended?.status ?? null;
     await insertAttemptLog(tx, { deliveryId, attempt, requestedAt: input.requestedAt, result, nextRetryAt: status === 'pending' ? nextRetryAt : null });
-    if (status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt)}`);
+    if (ended?.status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt, employerJobArguments(ended.employer_id))}`);
     return status;
   });
 }
@@ -179,15 +194,18 @@ export async function recordTestDelivery(
 
 /**
  * Redelivery: a finished delivery becomes pending again with a fresh series of retries (same
- * delivery id, so receivers may deduplicate). Returns false when the delivery is still pending.
+ * delivery id, so receivers may deduplicate), taking over an admission ticket of `admittedAs`
+ * (src/worker/admission.ts). Returns false when the delivery is still pending.
  */
-export async function requeueDelivery(pool: DatabasePool, deliveryId: string): Promise<boolean> {
+export async function requeueDelivery(pool: DatabasePool, input: { employerId: string; deliveryId: string; admittedAs: string }): Promise<boolean> {
   const requeued = await pool.maybeOne(sql.type(z.object({ delivery_id: z.string() }))`
     WITH requeued AS (
-      UPDATE webhook_deliveries SET status = 'pending', series_start = attempts, next_attempt_at = now(), completed_at = NULL
-      WHERE delivery_id = ${deliveryId} AND status <> 'pending'
-      RETURNING delivery_id, attempts
+      UPDATE webhook_deliveries SET status = 'pending', series_start = attempts, next_attempt_at = now(), completed_at = NULL, redelivered_at = now()
+      WHERE delivery_id = ${input.deliveryId} AND employer_id = ${input.employerId} AND status <> 'pending'
+      RETURNING delivery_id, employer_id, attempts
+    ), handed_over AS (
+      ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM requeued)`)}
     )
-    SELECT delivery_id, ${addDeliveryJob(sql.fragment`requeued.delivery_id`, sql.fragment`requeued.attempts + 1`, sql.fragment`now()`)} FROM requeued`);
+    SELECT delivery_id, ${addDeliveryJob(sql.fragment`requeued.delivery_id`, sql.fragment`requeued.attempts + 1`, sql.fragment`now()`, employerJobArguments(input.employerId))} FROM requeued`);
   return requeued !== null;
 }

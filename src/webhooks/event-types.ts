@@ -4,6 +4,7 @@
 // The fan-out consumer (src/webhooks/fan-out.ts) subscribes to exactly the domain event types listed.
 import type { Scope } from '../auth/principal.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
+import { REQUESTED_DELIVERY } from './requested-deliveries.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
   'test.ping',
@@ -44,6 +45,8 @@ export type WebhookEventMapping = {
    * list says; otherwise to every active subscription of the tenant that lists `webhookEvent`.
    */
   onlyWebhookId?: (event: RecordedEvent) => string;
+  /** The admission kind of a delivery the employer asked for (./requested-deliveries.ts): its delivery takes over a ticket. */
+  admittedAs?: string;
 };
 
 /** domain event type -> webhook event. */
@@ -55,6 +58,7 @@ export const webhookEventMappings: WebhookEventMappings = {
     webhookEvent: 'test.ping',
     data: (event) => pingData(String(event.data.webhookId)),
     onlyWebhookId: (event) => String(event.data.webhookId),
+    admittedAs: REQUESTED_DELIVERY,
   },
   // POST /api/employer/upload-cohort: the upload's summary (counts only, no personal data).
   CohortUploaded: {

@@ -18,6 +18,7 @@ import { createWebhook, deleteWebhook, redeliver, requestPing, rotateSigningSecr
 import { recordTestDelivery } from './deliveries.ts';
 import { pingData, WEBHOOK_EVENT_READ_ACCESS, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from '../../projections/webhooks/queries.ts';
+import { requestedDeliveriesDescription } from './requested-deliveries.ts';
 import { MAX_ATTEMPTS } from './retry-schedule.ts';
 import { webhookRuntimeOf } from './runtime.ts';
 import { DEFAULT_MAX_FAILURES } from './subscription.ts';
@@ -218,11 +219,16 @@ export function webhookRoutes(): RoutePlugin {
       method: 'POST',
       url: '/api/employer/webhooks/:webhookId/ping',
       summary: 'Queue one test.ping through the normal delivery pipeline (retries, delivery log)',
-      description: 'Unlike POST .../test, answers at once; the outcome appears in GET .../deliveries.',
+      description: `Unlike POST .../test, answers at once; the outcome appears in GET .../deliveries. ${requestedDeliveriesDescription(ctx)}`,
       tags,
       auth,
       params: webhookParams,
-      responses: { 202: { description: 'Queued' }, 400: { description: 'WEBHOOK_INACTIVE' }, 404: { description: 'No such subscription' } },
+      responses: {
+        202: { description: 'Queued' },
+        400: { description: 'WEBHOOK_INACTIVE' },
+        404: { description: 'No such subscription' },
+        429: { description: 'TOO_MANY_DELIVERIES_IN_FLIGHT' },
+      },
       handler: async ({ params, principal, request, reply }) => {
         await requestPing(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId });
         return reply.status(202).send();
@@ -275,6 +281,7 @@ export function webhookRoutes(): RoutePlugin {
       method: 'POST',
       url: '/api/employer/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
       summary: 'Send a finished delivery again (same delivery id, fresh retries)',
+      description: requestedDeliveriesDescription(ctx),
       tags,
       auth,
       params: deliveryParams,
@@ -283,6 +290,7 @@ export function webhookRoutes(): RoutePlugin {
         400: { description: 'WEBHOOK_INACTIVE' },
         404: { description: 'No such subscription or delivery' },
         409: { description: 'DELIVERY_PENDING: the delivery has not finished' },
+        429: { description: 'TOO_MANY_DELIVERIES_IN_FLIGHT' },
       },
       handler: async ({ params, principal, request, reply }) => {
         await redeliver(ctx, commandContextOf(principal, request.id), { webhookId: params.webhookId, deliveryId: params.deliveryId });

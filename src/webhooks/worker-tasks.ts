@@ -48,6 +48,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
       timestamp: event.metadata.occurredAt,
       data: mapping.data(event),
       onlyWebhookId: mapping.onlyWebhookId?.(event) ?? null,
+      admittedAs: mapping.admittedAs,
     });
   };
 

@@ -1,9 +1,11 @@
 // Turns committed events into graphile-worker jobs, exactly once per (event, consumer): the dispatcher
 // is a projection, so the jobs are added in the same transaction that moves its checkpoint; the job key
-// `<consumer>:<eventId>` guards again should anything replay it.
+// `<consumer>:<eventId>` guards again should anything replay it. The job of a tenant's event is one
+// of that employer's, served by its fair share of the workers (./fair-share.ts).
 import { sql } from 'slonik';
 import type { Projection } from '../event-store/projection.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
+import { employerFlag, employerJobPriority } from './fair-share.ts';
 
 export type EventConsumer = {
   /** Unique name; part of each job key. */
@@ -30,8 +32,8 @@ export function jobDispatcherProjection(consumers: EventConsumer[], name = 'job-
       if (jobs.length === 0) return;
       await tx.query(sql.unsafe`
         SELECT count(*) FROM graphile_worker.add_jobs(
-          (SELECT array_agg(ROW(j.task, j.payload, NULL, NULL, NULL, j.job_key, NULL, NULL)::graphile_worker.job_spec)
-           FROM jsonb_to_recordset(${sql.jsonb(jobs)}) AS j(task text, payload json, job_key text)),
+          (SELECT array_agg(ROW(j.task, j.payload, NULL, NULL, NULL, j.job_key, j.priority, j.flags)::graphile_worker.job_spec)
+           FROM jsonb_to_recordset(${sql.jsonb(jobs)}) AS j(task text, payload json, job_key text, priority smallint, flags text[])),
           job_key_preserve_run_at => true)`);
     },
   };
@@ -46,5 +48,7 @@ function toJob(consumer: EventConsumer, event: RecordedEvent) {
     tenantId: event.metadata.tenantId,
     position: `${event.position.commit}/${event.position.prepare}`,
   };
-  return { task: consumer.task, payload, job_key: `${consumer.name}:${event.eventId}` };
+  const tenantId = event.metadata.tenantId;
+  const share = tenantId === null ? { priority: null, flags: null } : { priority: employerJobPriority(tenantId), flags: [employerFlag(tenantId)] };
+  return { task: consumer.task, payload, job_key: `${consumer.name}:${event.eventId}`, ...share };
 }

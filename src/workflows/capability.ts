@@ -7,7 +7,8 @@ import { workflowsProjection } from '../../projections/workflows/projection.ts';
 import { findPlatformToken } from '../../projections/workflows/queries.ts';
 import type { Capability } from '../capability.ts';
 import { workflowAuditMappers } from './audit.ts';
-import { completeSimulation } from './commands.ts';
+import { release } from '../worker/admission.ts';
+import { completeSimulation, simulationAdmission } from './commands.ts';
 import { workflowEvents } from './events.ts';
 import { platformRoutes } from './platform-routes.ts';
 import { workflowRoutes } from './routes.ts';
@@ -24,15 +25,23 @@ export const workflowsCapability: Capability = {
   auditMappers: workflowAuditMappers,
   consumers: [{ name: 'workflows-simulate', eventTypes: ['SimulationRequested'], task: SIMULATE_TASK }],
   tasks: (ctx) => {
-    const simulate: Task = async (payload) => {
+    const simulate: Task = async (payload, helpers) => {
       const job = simulationJob.parse(payload);
       const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);
       if (!event || event.type !== 'SimulationRequested') throw new Error(`event ${job.eventId} is not a SimulationRequested in ${job.streamName}`);
-      await completeSimulation(
-        ctx,
-        { tenantId: job.tenantId, actor: { type: 'system', id: 'simulation-worker' }, correlationId: event.metadata.correlationId, causationId: event.eventId },
-        { simulationId: String(event.data.simulationId), cohortId: (event.data.cohortId as string | null) ?? null },
-      );
+      const simulationId = String(event.data.simulationId);
+      try {
+        await completeSimulation(
+          ctx,
+          { tenantId: job.tenantId, actor: { type: 'system', id: 'simulation-worker' }, correlationId: event.metadata.correlationId, causationId: event.eventId },
+          { simulationId, cohortId: (event.data.cohortId as string | null) ?? null },
+        );
+      } catch (error) {
+        // Its last attempt ends the simulation's time in flight all the same.
+        if (helpers.job.attempts >= helpers.job.max_attempts) await release(ctx.db.slonik, simulationAdmission(job.tenantId, simulationId));
+        throw error;
+      }
+      await release(ctx.db.slonik, simulationAdmission(job.tenantId, simulationId));
     };
     return { [SIMULATE_TASK]: simulate };
   },

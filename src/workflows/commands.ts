@@ -16,6 +16,7 @@ import type { PatientDirectory } from './patient-directory.ts';
 import { platformTokenDecider, platformTokenStream } from './platform-token.ts';
 import { simulationDecider } from './simulation.ts';
 import { taperingDecider } from './tapering.ts';
+import { admit, release, tooManyInFlight, type Admission } from '../worker/admission.ts';
 
 const newId = (prefix: string) => `${prefix}_${randomUUID().replaceAll('-', '')}`;
 
@@ -144,17 +145,34 @@ export async function payInvoice(ctx: AppContext, context: CommandContext, input
 
 // --- simulations
 
+/**
+ * Queued work of the employer: admitted under SIMULATION_MAX_IN_FLIGHT (429 TOO_MANY_SIMULATIONS_IN_FLIGHT
+ * beyond), its ticket held until the simulation's job ends (src/worker/admission.ts).
+ */
 export async function requestSimulation(ctx: AppContext, context: CommandContext, input: SimulationInput) {
   const simulationId = newId('sim');
-  await handleCommand(ctx.commands, {
-    streamName: simulationStream(employerOf(context), simulationId),
-    decider: simulationDecider,
-    command: { type: 'RequestSimulation', simulationId, ...input },
-    context,
-    newStream: true,
-  });
+  const admission = simulationAdmission(employerOf(context), simulationId);
+  const limit = ctx.config.SIMULATION_MAX_IN_FLIGHT;
+  if (!(await admit(ctx.db.slonik, admission, { limit }))) {
+    throw tooManyInFlight('TOO_MANY_SIMULATIONS_IN_FLIGHT', 'Simulations queued or running', limit, SIMULATION_RETRY_AFTER_SECONDS);
+  }
+  try {
+    await handleCommand(ctx.commands, {
+      streamName: simulationStream(employerOf(context), simulationId),
+      decider: simulationDecider,
+      command: { type: 'RequestSimulation', simulationId, ...input },
+      context,
+      newStream: true,
+    });
+  } catch (error) {
+    await release(ctx.db.slonik, admission);
+    throw error;
+  }
   return { simulationId };
 }
+
+const SIMULATION_RETRY_AFTER_SECONDS = 5;
+export const simulationAdmission = (employerId: string, simulationId: string): Admission => ({ employerId, kind: 'simulation', workId: simulationId });
 
 /** The worker's half: counts the members now and records the results (nothing when already completed). */
 export async function completeSimulation(ctx: AppContext, context: CommandContext, input: { simulationId: string; cohortId: string | null }) {

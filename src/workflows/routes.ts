@@ -128,12 +128,14 @@ export function workflowRoutes(): RoutePlugin {
         '`simulation.completed`. Poll GET /api/employer/simulations/{id}. The projection is deterministic, integers in minor units: participants ramp ' +
         `linearly to adoptionRate of members over the first min(${RAMP_MONTHS}, months) months (month m: floor(members x adoptionRate x min(m, ramp) / ramp)); ` +
         'each month baselineCost = members x baselineMonthlyCostMinor, projectedCost = (members - participants) x baselineMonthlyCostMinor + participants x ' +
-        'taperedMonthlyCostMinor, savings = baselineCost - projectedCost; totals sum the months. A cohort the employer does not have counts 0 members.',
+        'taperedMonthlyCostMinor, savings = baselineCost - projectedCost; totals sum the months. A cohort the employer does not have counts 0 members. ' +
+        `An employer may have ${ctx.config.SIMULATION_MAX_IN_FLIGHT} simulations queued or running at once (SIMULATION_MAX_IN_FLIGHT); another is 429 ` +
+        'TOO_MANY_SIMULATIONS_IN_FLIGHT with Retry-After, and changes nothing.',
       tags: ['Simulations'],
       auth: simulateAuth,
       body: simulationBody,
       idempotent: true,
-      responses: { 202: { description: 'The simulation, running; Location names it', schema: simulationView } },
+      responses: { 202: { description: 'The simulation, running; Location names it', schema: simulationView }, 429: { description: 'TOO_MANY_SIMULATIONS_IN_FLIGHT' } },
       handler: async ({ body, principal, request, reply }) => {
         const { simulationId } = await requestSimulation(ctx, commandContextOf(principal, request.id), { ...body, cohortId: body.cohortId ?? null });
         reply.status(202).header('location', `/api/employer/simulations/${simulationId}`);

@@ -6,7 +6,7 @@ import { sql } from 'slonik';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CSV_COLUMNS, csvLines, FORMULA_START } from '../../src/exports/csv.ts';
-import { insertExport } from '../../src/exports/store.ts';
+import { insertExport, markFailed } from '../../src/exports/store.ts';
 import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
@@ -88,6 +88,8 @@ describe('CSV export', () => {
     const early = await tenant.api.get(`/api/employer/export/csv/exports/${pending.export_id}/download`);
     expect(early.status).toBe(409);
     expect(early.body).toMatchObject({ code: 'EXPORT_NOT_READY', status: 'pending', requestId: expect.any(String) });
+    // It ends, so the employer's one CSV export in flight (EXPORT_CSV_MAX_IN_FLIGHT) may be the next.
+    await markFailed(service.ctx.db.slonik, tenant.employerId, pending.export_id, 'Never run.');
 
     const { exportId } = await completedExport(tenant, 'csv-expiry');
     await service.ctx.db.slonik.query(sql.unsafe`UPDATE exports SET expires_at = now() - interval '1 second' WHERE employer_id = ${tenant.employerId} AND export_id = ${exportId}`);

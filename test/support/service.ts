@@ -43,6 +43,9 @@ export async function startTestService(options: {
     DATABASE_URL: databaseUri,
     DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-test-data-')),
     LOG_LEVEL: options.logDestination ? 'info' : 'silent',
+    // Tests poll with sessions and make keys as fast as they like: those limits are lifted unless a test sets them.
+    SESSION_RATE_LIMIT_PER_MIN: '1000000',
+    API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000',
     ...options.env,
   });
   const service = await startService({
