@@ -152,6 +152,9 @@ export function jsonBodyBudgetHook(budget: JsonBodyBudget): preParsingHookHandle
     });
     // Not stream.pipeline: a refusal must not destroy the request, whose socket carries the answer.
     payload.on('error', (error) => scanned.destroy(error));
+    // fastify listens for the refusal while it reads the body, but not once it has answered otherwise
+    // (a body over bodyLimit, a length mismatch): a refusal then would be an uncaught exception.
+    scanned.on('error', () => {});
     done(null, payload.pipe(scanned));
   };
 }

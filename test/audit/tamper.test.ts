@@ -52,7 +52,8 @@ describe('audit chain tamper evidence', () => {
 
   beforeAll(async () => {
     // A checkpoint every 4 events, so replays carry signed checkpoints.
-    service = await startTestService({ env: { AUDIT_CHECKPOINT_EVERY_EVENTS: '4' } });
+    // No worker: its 10-minute checkpoint job, firing mid-test, would sign a head between the every-4th ones.
+    service = await startTestService({ env: { AUDIT_CHECKPOINT_EVERY_EVENTS: '4' }, roles: ['api', 'projections'] });
     superuser = new pg.Client({ connectionString: service.ctx.config.DATABASE_URL });
     await superuser.connect();
     dir = await mkdtemp(join(tmpdir(), 'ei-audit-replay-'));

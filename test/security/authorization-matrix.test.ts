@@ -206,6 +206,8 @@ describe('the authorization matrix', () => {
       env: {
         API_KEY_RATE_LIMIT_PER_MIN: '1000000', FHIR_RATE_LIMIT_PER_MIN: '1000000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CRON_SECRET,
         EMAIL_DOMAIN_DNS_SERVERS: dns.address,
+        // Every allowed caller starts work of each kind: the per-employer limits of work in flight are another test's.
+        EXPORT_CSV_MAX_IN_FLIGHT: '1000', SIMULATION_MAX_IN_FLIGHT: '1000', WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT: '1000',
       },
       // Unauthenticated SCIM calls are many here: the failed-authentication limit would answer them 429.
       capabilities: capabilities.map((capability) =>

@@ -91,3 +91,33 @@ describe('JSON bodies within a CPU budget', () => {
     expect(scim.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '413' });
   });
 });
+
+describe('a refusal after fastify has answered', () => {
+  it('is no uncaught exception: a chunked body over the byte limit, then nested too deep, is answered 413 and the service goes on', async () => {
+    const errors: unknown[] = [];
+    const record = (error: unknown) => errors.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const answer = await new Promise<number>((resolve, reject) => {
+        // No content-length: fastify counts the bytes as they come and answers 413 past its limit, then
+        // stops listening to the body; the scan still sees what follows.
+        const request = httpRequest(`${service.url}/api/employer/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json', ...keyHeadersWithAllScopes } });
+        request.on('response', (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        });
+        request.on('error', (error) => {
+          if (!request.destroyed) reject(error);
+        });
+        request.write(' '.repeat(1024 * 1024 + 1));
+        request.end('['.repeat(100));
+      });
+      expect(answer).toBe(413);
+      const health = await fetch(`${service.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(errors).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+    }
+  });
+});
