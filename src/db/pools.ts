@@ -93,6 +93,9 @@ export async function openDatabase(connectionUri: string, options: PoolOptions =
     // slonik's default runs DISCARD ALL after every pooled query (a second round trip each, and no
     // cached plans). Nothing here leaves session state behind: settings are transaction-local.
     resetConnection: async () => {},
+    // Connections stay open once made: the budget is reserved for the process anyway, and a pool that
+    // closes an idle one opens its replacement while the old backend is still exiting (one over budget).
+    idleTimeout: 'DISABLE_TIMEOUT',
     idleInTransactionSessionTimeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
     statementTimeout: statementTimeoutMs === 0 ? 'DISABLE_TIMEOUT' : statementTimeoutMs,
     maximumPoolSize: plan.readModels,
@@ -138,6 +141,7 @@ function newPgPool(connectionUri: string, name: string, max: number, settings: {
     connectionString: connectionUri,
     application_name: applicationName(name),
     max,
+    idleTimeoutMillis: 0, // kept open, as the read-model pool's (above)
     // pg-pool applies this to the wait for a free client as well as to connecting a new one.
     connectionTimeoutMillis: settings.waitMs,
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
