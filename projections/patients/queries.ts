@@ -70,7 +70,7 @@ const rosterRow = z.object({
  * apart from the columns: ORDER BY created_at must sort by the column, not by this text).
  */
 const rosterColumns = sql.fragment`id,
-  jsonb_path_query_first(resource, '$.telecom[*] ? (@.system == "email" && @.value != "").value') #>> '{}' AS email,
+  lower(jsonb_path_query_first(resource, '$.telecom[*] ? (@.system == "email" && @.value != "").value') #>> '{}') AS email,
   resource #>> '{name,0,given,0}' AS first_name, resource #>> '{name,0,family}' AS last_name, resource ->> 'birthDate' AS birth_date,
   coalesce(jsonb_path_query_first(resource, ${`$.identifier[*] ? (@.system == "${EXTERNAL_ID_SYSTEM}")`}::jsonpath), resource #> '{identifier,0}') ->> 'value' AS external_id,
   jsonb_path_query_first(resource, '$.telecom[*] ? (@.system == "phone")') ->> 'value' AS phone,
@@ -89,18 +89,28 @@ function rosterSearchCondition(search: RosterSearch) {
     WHERE s.employer_id = r.employer_id AND s.resource_type = 'Patient' AND s.resource_id = r.id AND s.param = ANY(${sql.array(params, 'text')}) AND ${test})`;
 }
 
-export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch }) {
-  const rows = await pool.any(sql.type(rosterRow)`
-    SELECT ${rosterColumns}, created_at::text AS cursor_at FROM fhir_resources r
+/**
+ * One page of the roster, newest first: the roster's columns, with `created_at` and `cursor_at` for the
+ * keyset after it. A query to run, or to build on: exports format its rows in Postgres.
+ */
+export function rosterPageQuery(employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch | undefined }) {
+  return sql.fragment`
+    SELECT ${rosterColumns}, created_at, created_at::text AS cursor_at FROM fhir_resources r
     WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased
       ${after ? sql.fragment`AND (created_at, id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
       ${search ? rosterSearchCondition(search) : sql.fragment``}
-    ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`);
+    ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+}
+
+export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch }) {
+  const rows = await pool.any(sql.type(rosterRow)`
+    SELECT id, email, first_name, last_name, birth_date, external_id, phone, created_iso, updated_iso, cursor_at
+    FROM (${rosterPageQuery(employerId, { limit: limit + 1, after, search })}) page ORDER BY created_at DESC, id DESC`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
   return {
     patients: page.map((row) => ({
       id: row.id,
-      email: row.email?.toLowerCase() ?? null,
+      email: row.email,
       firstName: row.first_name,
       lastName: row.last_name,
       birthDate: row.birth_date,

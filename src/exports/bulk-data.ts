@@ -45,14 +45,14 @@ export async function writeBulkFiles(ctx: AppContext, row: ExportRow): Promise<b
     const type = request.types[position.typeIndex]!;
     const from = position;
     const lines = sql.fragment`
-      SELECT id, resource::text AS line FROM fhir_resources
+      SELECT id AS ord, id AS cursor, resource::text AS line FROM fhir_resources
       WHERE ${snapshotCondition(row, request)} AND resource_type = ${type} ${from.after === null ? sql.fragment`` : sql.fragment`AND id > ${from.after}`}
       ORDER BY id LIMIT ${EXPORT_PAGE_ROWS}`;
     const next = await ctx.db.slonik.transaction(async (tx) => {
       const current = await lockExport(tx, at.employerId, at.exportId);
       if (current?.status !== 'running') return null;
-      return writeChunkFromQuery(tx, at, { fileName: bulkFileName(type, from.seq), seq: from.seq, lines }, ({ lineCount, lastId }): BulkPosition =>
-        lineCount < EXPORT_PAGE_ROWS ? { typeIndex: from.typeIndex + 1, after: null, seq: 0 } : { ...from, after: lastId, seq: from.seq + 1 });
+      return writeChunkFromQuery(tx, at, { fileName: bulkFileName(type, from.seq), seq: from.seq, lines, lineEnd: '\n' }, ({ lineCount, lastCursor }): BulkPosition =>
+        lineCount < EXPORT_PAGE_ROWS ? { typeIndex: from.typeIndex + 1, after: null, seq: 0 } : { ...from, after: lastCursor, seq: from.seq + 1 });
     });
     if (next === null) return false;
     position = next;

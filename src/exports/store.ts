@@ -79,42 +79,27 @@ const chunkWritten = (lineCount: number, resumeAfter: unknown) => sql.fragment`
   progress = CASE WHEN total_rows > 0 THEN LEAST(99, ((row_count + ${lineCount}) * 100) / total_rows) ELSE 0 END`;
 
 /**
- * One chunk of a file and the position it was read up to, in one statement (one round trip): both or
- * neither.
- */
-export async function writeChunk(
-  db: CommonQueryMethods,
-  at: { employerId: string; exportId: string },
-  chunk: { fileName: string; seq: number; lineCount: number; content: string },
-  resumeAfter: unknown,
-): Promise<void> {
-  await db.query(sql.unsafe`
-    WITH chunk AS (
-      INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
-      VALUES (${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, ${chunk.lineCount}, ${chunk.content}))
-    UPDATE exports SET ${chunkWritten(chunk.lineCount, resumeAfter)}
-    WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);
-}
-
-/**
- * A chunk whose lines Postgres reads and joins itself (`lines`: a query of `id` and `line`, in order),
- * so the lines never pass through this process, and the position after it (`positionAfter`, from the
- * chunk's line count and last id), in the caller's transaction. No chunk is written when there are no
- * lines. Answers the position.
+ * A chunk whose lines Postgres reads and joins itself, so they never pass through this process, and the
+ * position after it, in the caller's transaction. `lines` is a query of `ord` (the file's order),
+ * `line` and `cursor` (where a page after that line starts); `positionAfter` makes the position from
+ * the chunk's line count and its last line's cursor. A chunk starts with `header` when given (written
+ * even without lines); otherwise no chunk is written when there are no lines. Answers the position.
  */
 export async function writeChunkFromQuery<Position>(
   tx: DatabaseTransactionConnection,
   at: { employerId: string; exportId: string },
-  chunk: { fileName: string; seq: number; lines: ReturnType<typeof sql.fragment> },
-  positionAfter: (written: { lineCount: number; lastId: string | null }) => Position,
+  chunk: { fileName: string; seq: number; lines: ReturnType<typeof sql.fragment>; lineEnd: string; header?: string | undefined },
+  positionAfter: (written: { lineCount: number; lastCursor: string | null }) => Position,
 ): Promise<Position> {
-  const written = await tx.one(sql.type(z.object({ line_count: z.number(), last_id: z.string().nullable() }))`
+  const written = await tx.one(sql.type(z.object({ line_count: z.number(), last_cursor: z.string().nullable() }))`
     WITH page AS (${chunk.lines}),
     chunk AS (
       INSERT INTO export_chunks (employer_id, export_id, file_name, seq, line_count, content)
-      SELECT ${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, count(*), string_agg(line, E'\n' ORDER BY id) || E'\n' FROM page HAVING count(*) > 0)
-    SELECT count(*)::int AS line_count, max(id) AS last_id FROM page`);
-  const position = positionAfter({ lineCount: written.line_count, lastId: written.last_id });
+      SELECT ${at.employerId}, ${at.exportId}, ${chunk.fileName}, ${chunk.seq}, count(*),
+        ${chunk.header ?? ''} || coalesce(string_agg(line, ${chunk.lineEnd} ORDER BY ord) || ${chunk.lineEnd}, '')
+      FROM page HAVING count(*) > 0 OR ${chunk.header !== undefined})
+    SELECT count(*)::int AS line_count, (array_agg(cursor ORDER BY ord DESC))[1] AS last_cursor FROM page`);
+  const position = positionAfter({ lineCount: written.line_count, lastCursor: written.last_cursor });
   await tx.query(sql.unsafe`
     UPDATE exports SET ${chunkWritten(written.line_count, position)}
     WHERE employer_id = ${at.employerId} AND export_id = ${at.exportId}`);

@@ -1,7 +1,6 @@
 // Worker tasks of exports: running a CSV or FHIR Bulk Data export chunk by chunk (each chunk commits
 // with the position after it, so a run resumes where it stopped), re-running the exports of workers
 // that died, and the hourly deletion of expired files.
-import { setImmediate } from 'node:timers/promises';
 import { sql, type DatabasePool } from 'slonik';
 import type { JobHelpers, TaskList } from 'graphile-worker';
 import { z } from 'zod';
@@ -12,10 +11,11 @@ import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
 import { webhookRuntimeOf } from '../webhooks/runtime.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
-import { csvLines } from './csv.ts';
+import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
 import { exportEventSchemas } from './events.ts';
-import { countPatients, rosterPages, type RosterPatient } from './roster.ts';
-import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunk, type ExportRow } from './store.ts';
+import { rosterPageQuery } from '../../projections/patients/queries.ts';
+import { countPatients } from './roster.ts';
+import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportRow } from './store.ts';
 
 export const RUN_EXPORT_TASK = 'export_run';
 export const RECOVER_EXPORTS_TASK = 'export_recover';
@@ -33,45 +33,36 @@ export function queueExportJob(job: ExportJob) {
     ${employerJobArguments(job.employerId)})`;
 }
 
-/** Rows of a CSV chunk: large chunks make few statements; one chunk's rows and text are what memory holds. */
+/** Rows of a CSV chunk: large chunks make few statements. */
 const CSV_CHUNK_ROWS = 5_000;
-/**
- * Rows formatted between two turns of the event loop (a few milliseconds of work): with every role in
- * one process, requests of other employers are answered between an export's slices, not after a
- * whole chunk's.
- */
-const CSV_SLICE_ROWS = 500;
-
-/** A chunk's CSV text, formatted a slice at a time, yielding to the event loop between slices. */
-async function csvChunk(patients: RosterPatient[], withHeader: boolean): Promise<string> {
-  let text = '';
-  for (let start = 0; start < patients.length || (start === 0 && withHeader); start += CSV_SLICE_ROWS) {
-    if (start > 0) await setImmediate();
-    text += csvLines(patients.slice(start, start + CSV_SLICE_ROWS), withHeader && start === 0);
-  }
-  return text;
-}
 
 /**
- * Reads, formats and writes overlap: the next page is read while this one is formatted, and a chunk is
- * formatted while the one before it is written. One write at a time, so chunks commit in order.
+ * Writes the export's remaining chunks, each in a transaction with the position after it; stops early
+ * (false) when the export was cancelled meanwhile. Postgres reads each page of the roster and formats
+ * it (src/exports/csv.ts) into the chunk itself.
  */
 async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   const at = { employerId: row.employer_id, exportId: row.export_id };
-  const position = (row.resume_after as CsvPosition | null) ?? { after: null, seq: 0 };
-  let seq = position.seq;
-  let writing: Promise<void> = Promise.resolve();
-  for await (const page of rosterPages(ctx.db.slonik, row.employer_id, position.after, CSV_CHUNK_ROWS)) {
-    if (page.patients.length === 0 && seq > 0) break;
-    const chunk = { fileName: CSV_FILE, seq, lineCount: page.patients.length, content: await csvChunk(page.patients, seq === 0) };
-    const next: CsvPosition = { after: page.next, seq: seq + 1 };
-    await writing;
-    writing = writeChunk(ctx.db.slonik, at, chunk, next);
-    writing.catch(() => {}); // awaited before the next write or at the end, which see the error
-    seq += 1;
+  let position = (row.resume_after as CsvPosition | null) ?? { after: null, seq: 0 };
+  for (;;) {
+    const from = position;
+    const lines = sql.fragment`
+      SELECT row_number() OVER (ORDER BY created_at DESC, id DESC) AS ord, json_build_object('at', cursor_at, 'id', id)::text AS cursor, ${rosterCsvLine} AS line
+      FROM (${rosterPageQuery(row.employer_id, { limit: CSV_CHUNK_ROWS, after: from.after })}) page`;
+    const chunk = { fileName: CSV_FILE, seq: from.seq, lines, lineEnd: CSV_LINE_END, header: from.seq === 0 ? CSV_HEADER : undefined };
+    let last = false;
+    const next = await ctx.db.slonik.transaction(async (tx) => {
+      const current = await lockExport(tx, at.employerId, at.exportId);
+      if (current?.status !== 'running') return null;
+      return writeChunkFromQuery(tx, at, chunk, ({ lineCount, lastCursor }): CsvPosition => {
+        last = lineCount < CSV_CHUNK_ROWS;
+        return { after: last ? null : (JSON.parse(lastCursor!) as Keyset), seq: from.seq + 1 };
+      });
+    });
+    if (next === null) return false;
+    if (last) return true;
+    position = next;
   }
-  await writing;
-  return true;
 }
 
 async function runExport(ctx: AppContext, job: ExportJob, helpers: JobHelpers): Promise<void> {

@@ -5,7 +5,8 @@ import { parse } from 'csv-parse/sync';
 import { sql } from 'slonik';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSV_COLUMNS, csvLines, FORMULA_START } from '../../src/exports/csv.ts';
+import { z } from 'zod';
+import { CSV_COLUMNS, rosterCsvLine } from '../../src/exports/csv.ts';
 import { insertExport, markFailed } from '../../src/exports/store.ts';
 import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
@@ -59,7 +60,7 @@ describe('CSV export', () => {
     expect(Object.keys(records[0]!)).toEqual([...CSV_COLUMNS]);
 
     const roster = await rosterOf(tenant.api);
-    const neutralised = (cell: string) => (FORMULA_START.test(cell) ? `'${cell}` : cell);
+    const neutralised = (cell: string) => (/^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell);
     const expected = roster.map((patient) => Object.fromEntries(CSV_COLUMNS.map((column) => [column, neutralised(patient[column] ?? '')])));
     expect(records).toEqual(expected);
 
@@ -73,10 +74,14 @@ describe('CSV export', () => {
     expect(((await again.json()) as any).exportId).toBe(exportId);
   });
 
-  it('neutralises cells beginning with a tab or a carriage return too, and formulas that hold a line break', () => {
-    const patient = { id: 'p1', email: 'a@example.test', firstName: '\tcmd', lastName: '\r=1', birthDate: null, externalId: '=1+1\n2', phone: 'plain = text', createdAt: 'c', updatedAt: 'u' };
-    const [record] = parse(csvLines([patient], false), { columns: [...CSV_COLUMNS] }) as Record<string, string>[];
-    expect(record).toMatchObject({ firstName: "'\tcmd", lastName: "'\r=1", externalId: "'=1+1\n2", phone: 'plain = text' });
+  it('neutralises cells beginning with a tab or a carriage return too, and formulas that hold a line break; quotes what RFC 4180 asks', async () => {
+    // The line Postgres builds for an export, over one roster row with these fields.
+    const line = await service.ctx.db.slonik.oneFirst(sql.type(z.object({ line: z.string() }))`
+      SELECT ${rosterCsvLine} AS line FROM (VALUES ('-p1', 'a@example.test', E'\tcmd', E'\r=1', NULL, E'=1+1\n2', ' plain = text', 'c', 'u'))
+        AS page(id, email, first_name, last_name, birth_date, external_id, phone, created_iso, updated_iso)`);
+    const [record] = parse(line, { columns: [...CSV_COLUMNS] }) as Record<string, string>[];
+    expect(record).toEqual({ id: "'-p1", email: 'a@example.test', firstName: "'\tcmd", lastName: "'\r=1", birthDate: '', externalId: "'=1+1\n2", phone: ' plain = text', createdAt: 'c', updatedAt: 'u' });
+    expect(line).toContain('," plain = text",');
   });
 
   it('answers 409 before completion, 410 after expiry, and the cleanup job deletes expired files', async () => {
