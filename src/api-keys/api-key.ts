@@ -38,22 +38,22 @@ export const apiKeyDecider: Decider<ApiKeyCommand, ApiKeyEvent, ApiKeyState> = {
   },
   decide: (command, state) => {
     if (command.type === 'CreateApiKey') {
-      if (state.status !== 'absent') throw new DomainError(409, 'CONFLICT', 'An API key with this id already exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'CONFLICT', 'An API key with this id already exists.');
       if (command.expiresAt !== null && Date.parse(command.expiresAt) <= Date.parse(command.now)) {
-        throw new DomainError(400, 'VALIDATION_ERROR', 'Invalid request: body.expiresAt: must be in the future', {
+        throw new DomainError('invalid', 'VALIDATION_ERROR', 'Invalid request: body.expiresAt: must be in the future', {
           errors: [{ path: 'body.expiresAt', message: 'must be in the future' }],
         });
       }
       const { type: _type, now, ...data } = command;
       return [{ type: 'ApiKeyCreated', data: { ...data, createdAt: now } }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'API key was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'API key was not found.');
     if (command.type === 'RevokeApiKey') {
       // Revoking twice is not an error: DELETE is idempotent and the key stays revoked as it was.
       if (state.status === 'revoked') return [];
       return [{ type: 'ApiKeyRevoked', data: { keyId: state.keyId, reason: command.reason, revokedAt: command.now } }];
     }
-    if (state.status === 'revoked') throw new DomainError(409, 'API_KEY_REVOKED', 'The API key is revoked; a revoked key cannot be changed.');
+    if (state.status === 'revoked') throw new DomainError('conflict', 'API_KEY_REVOKED', 'The API key is revoked; a revoked key cannot be changed.');
     switch (command.type) {
       case 'RenameApiKey':
         return command.name === state.name ? [] : [{ type: 'ApiKeyRenamed', data: { keyId: state.keyId, name: command.name } }];

@@ -57,7 +57,7 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
   };
   const rateLimited = (headers: Record<string, string>, decision: RateDecision, message: string) => {
     rateLimitHeaders(headers, decision);
-    return new DomainError(429, 'RATE_LIMITED', message, { retryAfterSeconds: decision.resetSeconds });
+    return new DomainError('too_many', 'RATE_LIMITED', message, { retryAfterSeconds: decision.resetSeconds });
   };
 
   const authenticate = async (request: FastifyRequest, rawKey: string, scope: Scope | undefined): Promise<Principal> => {
@@ -77,12 +77,12 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
     if (!key) {
       const attempt = await limiter.take(addressBucket, INVALID_KEY_ATTEMPTS_PER_MIN);
       if (!attempt.allowed) throw rateLimited(headers, attempt, 'Too many invalid API keys from this address; retry later.');
-      throw new DomainError(401, 'INVALID_API_KEY', 'The API key is malformed or unknown.');
+      throw new DomainError('unauthenticated', 'INVALID_API_KEY', 'The API key is malformed or unknown.');
     }
     assertUsable(key, clock());
     if (!isAddressAllowed(address, key.allowlist)) {
       recorder.recordIpRejection(key, clientIp);
-      throw new DomainError(403, 'API_KEY_IP_NOT_ALLOWED', `This API key may not be used from ${clientIp}.`);
+      throw new DomainError('forbidden', 'API_KEY_IP_NOT_ALLOWED', `This API key may not be used from ${clientIp}.`);
     }
     const limit = Math.min(key.rateLimitPerMinute ?? ctx.config.API_KEY_RATE_LIMIT_PER_MIN, ctx.config.API_KEY_RATE_LIMIT_MAX_PER_MIN);
     const decision = await limiter.take(`key:${key.id}`, limit);
@@ -92,7 +92,7 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
     request.apiVersion = apiVersion;
     headers[API_VERSION_HEADER] = apiVersion;
     if (scope && !key.scopes.includes(scope)) {
-      throw new DomainError(403, 'INSUFFICIENT_SCOPE', `This API key lacks the scope ${scope}.`, { requiredScopes: [scope], keyScopes: [...key.scopes] });
+      throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `This API key lacks the scope ${scope}.`, { requiredScopes: [scope], keyScopes: [...key.scopes] });
     }
     recorder.recordUse(key, clientIp);
     return { kind: 'apiKey', employerId: key.employerId, keyId: key.id, createdBy: key.createdBy, scopes: key.scopes };
@@ -124,8 +124,8 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
 }
 
 function assertUsable(key: CachedKey, now: number) {
-  if (key.revoked) throw new DomainError(401, 'API_KEY_REVOKED', 'The API key has been revoked.');
-  if (!key.creatorActive) throw new DomainError(401, 'API_KEY_REVOKED', 'The API key is revoked: the user who created it is deactivated.');
-  if (key.expiresAtMs !== null && now >= key.expiresAtMs) throw new DomainError(401, 'API_KEY_EXPIRED', 'The API key has expired.');
-  if (key.suspended) throw new DomainError(401, 'API_KEY_INACTIVE', 'The API key is inactive (suspended by an administrator).');
+  if (key.revoked) throw new DomainError('unauthenticated', 'API_KEY_REVOKED', 'The API key has been revoked.');
+  if (!key.creatorActive) throw new DomainError('unauthenticated', 'API_KEY_REVOKED', 'The API key is revoked: the user who created it is deactivated.');
+  if (key.expiresAtMs !== null && now >= key.expiresAtMs) throw new DomainError('unauthenticated', 'API_KEY_EXPIRED', 'The API key has expired.');
+  if (key.suspended) throw new DomainError('unauthenticated', 'API_KEY_INACTIVE', 'The API key is inactive (suspended by an administrator).');
 }

@@ -18,9 +18,9 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   const rawKey = request.headers['x-api-key'];
   if (rawKey !== undefined) {
     if (!auth.modes.includes('apiKey')) {
-      throw new DomainError(403, 'SESSION_REQUIRED', 'This route accepts only a browser session; API keys cannot call it.');
+      throw new DomainError('forbidden', 'SESSION_REQUIRED', 'This route accepts only a browser session; API keys cannot call it.');
     }
-    if (!ctx.apiKeyAuthenticator) throw new DomainError(401, 'INVALID_API_KEY', 'API keys are not accepted by this server.');
+    if (!ctx.apiKeyAuthenticator) throw new DomainError('unauthenticated', 'INVALID_API_KEY', 'API keys are not accepted by this server.');
     const principal = await ctx.apiKeyAuthenticator(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope).finally(() => {
       // Headers the pipeline answers with, on success and on its errors alike (RateLimit-*, retry-after, x-api-version).
       if (request.apiKeyReplyHeaders) reply.headers(request.apiKeyReplyHeaders);
@@ -33,10 +33,10 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   if (!sessionSecret || !auth.modes.includes('session')) {
     const how = auth.modes.includes('apiKey') && auth.modes.includes('session') ? 'an x-api-key header or a browser session'
       : auth.modes.includes('apiKey') ? 'an x-api-key header' : 'a browser session';
-    throw new DomainError(401, 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
+    throw new DomainError('unauthenticated', 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
   }
   const session = ctx.sessionLookup ? await ctx.sessionLookup(sessionSecret) : null;
-  if (!session) throw new DomainError(401, 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
+  if (!session) throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
   assertSessionCallAllowed(ctx, session, reply);
   const { role } = session;
   const principal: Principal = {
@@ -47,9 +47,9 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
     sessionId: session.sessionId,
     scopes: ROLE_SCOPES[role] ?? [],
   };
-  if (auth.role && role !== auth.role) throw new DomainError(403, 'FORBIDDEN_ROLE', `This route requires the role ${auth.role}.`);
+  if (auth.role && role !== auth.role) throw new DomainError('forbidden', 'FORBIDDEN_ROLE', `This route requires the role ${auth.role}.`);
   if (auth.scope && !principal.scopes.includes(auth.scope)) {
-    throw new DomainError(403, 'INSUFFICIENT_SCOPE', `Your role does not allow ${auth.scope}.`, { requiredScopes: [auth.scope], keyScopes: [...principal.scopes] });
+    throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `Your role does not allow ${auth.scope}.`, { requiredScopes: [auth.scope], keyScopes: [...principal.scopes] });
   }
   if (!SAFE_METHODS.has(request.method)) assertSameOrigin(ctx, request);
   request.principal = principal;
@@ -65,7 +65,7 @@ export function assertSameOrigin(ctx: AppContext, request: FastifyRequest) {
   const expected = new URL(ctx.config.PUBLIC_BASE_URL).origin;
   const origin = request.headers.origin ?? originOf(request.headers.referer);
   if (origin !== expected) {
-    throw new DomainError(403, 'CSRF_REJECTED', 'Cross-site request refused: the Origin (or Referer) header must be this service\'s own origin.');
+    throw new DomainError('forbidden', 'CSRF_REJECTED', 'Cross-site request refused: the Origin (or Referer) header must be this service\'s own origin.');
   }
 }
 

@@ -9,12 +9,12 @@ import type { PlatformPrincipal } from './principal.ts';
 
 export async function authenticatePlatformToken(ctx: AppContext, request: FastifyRequest, family: string): Promise<PlatformPrincipal> {
   const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-  if (!token) throw new DomainError(401, 'PLATFORM_TOKEN_REQUIRED', 'This internal platform route requires Authorization: Bearer <platform service token>.');
+  if (!token) throw new DomainError('unauthenticated', 'PLATFORM_TOKEN_REQUIRED', 'This internal platform route requires Authorization: Bearer <platform service token>.');
   const found = ctx.platformTokenLookup ? await ctx.platformTokenLookup(sha256Hex(token)) : null;
-  if (!found) throw new DomainError(401, 'INVALID_PLATFORM_TOKEN', 'The platform service token is not valid.');
-  if (found.revoked) throw new DomainError(401, 'PLATFORM_TOKEN_REVOKED', 'The platform service token has been revoked.');
+  if (!found) throw new DomainError('unauthenticated', 'INVALID_PLATFORM_TOKEN', 'The platform service token is not valid.');
+  if (found.revoked) throw new DomainError('unauthenticated', 'PLATFORM_TOKEN_REVOKED', 'The platform service token has been revoked.');
   if (!found.families.includes(family)) {
-    throw new DomainError(403, 'PLATFORM_FAMILY_NOT_ALLOWED', `The platform service token does not hold the family ${family}.`, { requiredFamily: family, tokenFamilies: [...found.families] });
+    throw new DomainError('forbidden', 'PLATFORM_FAMILY_NOT_ALLOWED', `The platform service token does not hold the family ${family}.`, { requiredFamily: family, tokenFamilies: [...found.families] });
   }
   const principal: PlatformPrincipal = { kind: 'platformToken', tokenId: found.id, families: found.families };
   return principal;

@@ -31,7 +31,7 @@ const claimCommand = (context: CommandContext, domain: string, command: DomainCl
 export async function claimDomain(ctx: AppContext, context: CommandContext, input: { domain: string }): Promise<{ created: boolean }> {
   const employerId = employerOf(context);
   if ((await countOtherDomainClaims(ctx.db.slonik, employerId, input.domain)) >= MAX_DOMAIN_CLAIMS) {
-    throw new DomainError(409, 'TOO_MANY_DOMAIN_CLAIMS', `An employer holds at most ${MAX_DOMAIN_CLAIMS} domain claims; withdraw one first.`, { maxClaims: MAX_DOMAIN_CLAIMS });
+    throw new DomainError('conflict', 'TOO_MANY_DOMAIN_CLAIMS', `An employer holds at most ${MAX_DOMAIN_CLAIMS} domain claims; withdraw one first.`, { maxClaims: MAX_DOMAIN_CLAIMS });
   }
   const { results } = await handleCommands(ctx.commands, [
     claimCommand(context, input.domain, { type: 'ClaimDomain', domain: input.domain, verificationToken: newVerificationToken(), now: new Date().toISOString() }),
@@ -59,7 +59,7 @@ export async function verifyDomainByDns(ctx: AppContext, lookupTxt: TxtLookup, c
 /** An operator vouches that the employer controls `domain`: claimed (if it was not) and verified in one append. */
 export async function verifyDomainByOperator(ctx: AppContext, context: CommandContext, input: { domain: string }): Promise<void> {
   const employerId = employerOf(context);
-  if ((await ctx.eventStore.readStream(employerStream(employerId))).length === 0) throw new DomainError(404, 'NOT_FOUND', `No employer has the id ${employerId}.`);
+  if ((await ctx.eventStore.readStream(employerStream(employerId))).length === 0) throw new DomainError('not_found', 'NOT_FOUND', `No employer has the id ${employerId}.`);
   await handleCommands(ctx.commands, [
     claimCommand(context, input.domain, { type: 'VerifyDomainByOperator', domain: input.domain, verificationToken: newVerificationToken(), now: new Date().toISOString() }),
     domainReservationCommand(context, input.domain, { type: 'ReserveDomain', domain: input.domain, employerId }),

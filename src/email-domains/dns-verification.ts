@@ -20,7 +20,7 @@ export function createTxtLookup(options: { servers: readonly string[]; timeoutMs
     } catch (error) {
       if (NO_RECORDS.has((error as NodeJS.ErrnoException).code ?? '')) return [];
       // Which failure it was (timeout, refusal, server failure) is not told: the look-up only proves a claim.
-      throw new DomainError(422, 'DOMAIN_NOT_VERIFIED', `The DNS look-up of ${name} failed or did not answer within ${options.timeoutMs} ms; verify again later.`, {
+      throw new DomainError('unprocessable', 'DOMAIN_NOT_VERIFIED', `The DNS look-up of ${name} failed or did not answer within ${options.timeoutMs} ms; verify again later.`, {
         reason: 'lookup_failed',
       });
     } finally {

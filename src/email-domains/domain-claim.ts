@@ -20,7 +20,7 @@ export type DomainClaimState =
   | { status: 'absent' }
   | { status: 'pending' | 'verified'; domain: string; verificationToken: string };
 
-export const noDomainClaim = () => new DomainError(404, 'NOT_FOUND', 'This employer has no claim on this domain.');
+export const noDomainClaim = () => new DomainError('not_found', 'NOT_FOUND', 'This employer has no claim on this domain.');
 
 export const domainClaimDecider: Decider<DomainClaimCommand, EmailDomainClaimEvent, DomainClaimState> = {
   initialState: () => ({ status: 'absent' }),
@@ -47,7 +47,7 @@ export const domainClaimDecider: Decider<DomainClaimCommand, EmailDomainClaimEve
         if (state.status === 'verified') return [];
         const record = verificationRecord(state.domain, state.verificationToken);
         if (!command.publishedValues.includes(record.value)) {
-          throw new DomainError(422, 'DOMAIN_NOT_VERIFIED', `No TXT record "${record.value}" was found at ${record.name}. Publish it (a DNS change may take a while to be seen) and verify again.`, {
+          throw new DomainError('unprocessable', 'DOMAIN_NOT_VERIFIED', `No TXT record "${record.value}" was found at ${record.name}. Publish it (a DNS change may take a while to be seen) and verify again.`, {
             reason: 'record_not_found',
             txtRecord: record,
           });

@@ -25,7 +25,7 @@ export type DomainReservationCommand =
 
 export type DomainReservationState = { holder: string | null };
 
-export const domainTaken = () => new DomainError(409, 'DOMAIN_TAKEN', 'Another employer has verified this domain.');
+export const domainTaken = () => new DomainError('conflict', 'DOMAIN_TAKEN', 'Another employer has verified this domain.');
 
 /** Whether a domain held by `holder` is closed to new addresses of `employerId`. */
 export const closedTo = (holder: string | null, employerId: string) => holder !== null && holder !== employerId;

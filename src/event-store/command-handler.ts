@@ -84,7 +84,7 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
       commands.map(async ({ streamName, decider, command, newStream, precondition }) => {
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
         if (precondition && !precondition(BigInt(history.length - 1))) {
-          throw new DomainError(412, 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
+          throw new DomainError('precondition_failed', 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
         }
         const state = fold(decider, history);
         return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };

@@ -14,17 +14,25 @@ export type Decider<Command, Event extends DomainEvent, State> = {
 };
 
 /**
- * A broken business rule. `status` is the HTTP status the API answers with, `code` the documented
- * error code; `details` are extra documented fields of the error body.
+ * The kinds of refusal, as Emmett and Medplum name them: the rule says what went wrong, the HTTP layer
+ * which status that is (src/http/errors.ts).
+ */
+export type ErrorKind =
+  | 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'precondition_failed'
+  | 'too_large' | 'unprocessable' | 'too_many' | 'unavailable';
+
+/**
+ * A refused command or request: its kind, `code` the documented error code, `details` extra
+ * documented fields of the error body.
  */
 export class DomainError extends Error {
-  readonly status: number;
+  readonly kind: ErrorKind;
   readonly code: string;
   readonly details: Record<string, unknown>;
-  constructor(status: number, code: string, message: string, details: Record<string, unknown> = {}) {
+  constructor(kind: ErrorKind, code: string, message: string, details: Record<string, unknown> = {}) {
     super(message);
     this.name = 'DomainError';
-    this.status = status;
+    this.kind = kind;
     this.code = code;
     this.details = details;
   }

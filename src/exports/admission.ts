@@ -34,7 +34,7 @@ export async function assertExportAdmitted(tx: CommonQueryMethods, config: Confi
   if (stored.bytes >= quotaBytes) {
     const waitSeconds = stored.nextExpiry === null ? null : Math.max(1, Math.ceil((Date.parse(stored.nextExpiry) - Date.now()) / 1000));
     throw new DomainError(
-      409,
+      'conflict',
       'EXPORT_QUOTA_EXCEEDED',
       `The employer's stored export files hold ${(stored.bytes / MB).toFixed(1)} MB of its ${config.EXPORT_STORAGE_QUOTA_MB} MB; ` +
         (stored.nextExpiry === null ? 'no stored files expire yet.' : `the next files expire at ${stored.nextExpiry}.`) +

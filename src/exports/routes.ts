@@ -156,8 +156,8 @@ export function exportRoutes(): RoutePlugin {
       handler: async ({ params, principal, reply }) => {
         const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'csv');
         if (!row) throw notFound('Export');
-        if (row.status === 'expired') throw new DomainError(410, 'EXPORT_EXPIRED', `This export expired at ${row.expires_at}; start a new one.`);
-        if (row.status !== 'completed') throw new DomainError(409, 'EXPORT_NOT_READY', `This export is ${statusOf(row).status}; download it once it is completed.`, { status: statusOf(row).status });
+        if (row.status === 'expired') throw new DomainError('gone', 'EXPORT_EXPIRED', `This export expired at ${row.expires_at}; start a new one.`);
+        if (row.status !== 'completed') throw new DomainError('conflict', 'EXPORT_NOT_READY', `This export is ${statusOf(row).status}; download it once it is completed.`, { status: statusOf(row).status });
         reply.header('content-disposition', `attachment; filename="roster-${row.export_id}.csv"`);
         return reply.type('text/csv; charset=utf-8').send(fileStream(ctx.db.slonik, { employerId: principal.employerId, exportId: row.export_id }, CSV_FILE));
       },

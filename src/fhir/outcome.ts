@@ -2,7 +2,7 @@
 // valid IssueType, chosen from the status (or named by the error itself, e.g. the validator's issues).
 import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
 import { DomainError } from '../event-store/decider.ts';
-import type { ErrorShape } from '../http/errors.ts';
+import { kindOfStatus, type ErrorShape } from '../http/errors.ts';
 
 export const FHIR_CONTENT_TYPE = 'application/fhir+json';
 
@@ -35,7 +35,7 @@ const ISSUE_BY_CODE: Record<string, IssueType> = {
 
 /** A FHIR error: the status, and the issues (the validator's, or one made from the message). */
 export function fhirError(status: number, message: string, issues?: OperationOutcomeIssue[]): DomainError {
-  return new DomainError(status, 'FHIR_ERROR', message, issues ? { issues } : {});
+  return new DomainError(kindOfStatus(status), 'FHIR_ERROR', message, issues ? { issues } : {});
 }
 
 export function operationOutcome(issues: OperationOutcomeIssue[]): OperationOutcome {

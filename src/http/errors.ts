@@ -4,7 +4,7 @@
 // connections is 503 DATABASE_UNAVAILABLE with Retry-After on every route, in the route's shape.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z, ZodError } from 'zod';
-import { DomainError } from '../event-store/decider.ts';
+import { DomainError, type ErrorKind } from '../event-store/decider.ts';
 import { WrongExpectedRevisionError } from '../event-store/port.ts';
 import { isDatabaseUnavailable } from '../db/pools.ts';
 
@@ -31,13 +31,25 @@ export const defaultErrorShape: ErrorShape = (error, request) => ({
   body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
 });
 
+/** The HTTP status of each kind of refusal. */
+export const STATUS_OF_KIND: Record<ErrorKind, number> = {
+  invalid: 400, unauthenticated: 401, forbidden: 403, not_found: 404, conflict: 409, gone: 410, precondition_failed: 412,
+  too_large: 413, unprocessable: 422, too_many: 429, unavailable: 503,
+};
+
+/** The kind of refusal an HTTP status stands for (for errors of standards that speak in statuses: SCIM, FHIR). */
+export function kindOfStatus(status: number): ErrorKind {
+  const kind = (Object.keys(STATUS_OF_KIND) as ErrorKind[]).find((candidate) => STATUS_OF_KIND[candidate] === status);
+  if (!kind) throw new Error(`No kind of refusal answers ${status}`);
+  return kind;
+}
 
 export function validationError(error: ZodError, where: string): DomainError {
   const errors = error.issues.map((issue) => ({
     path: [where, ...issue.path.map(String)].join('.'),
     message: issue.message,
   }));
-  return new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
+  return new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { errors });
 }
 
 /** Maps anything thrown in a request to a ServiceError; unknown errors become a bare 500. */
@@ -45,7 +57,7 @@ export function toServiceError(error: unknown): ServiceError {
   if (error instanceof DomainError) {
     // A refusal that names its wait (details.retryAfterSeconds) says it in Retry-After too, in every shape.
     const { retryAfterSeconds } = error.details;
-    return { status: error.status, code: error.code, message: error.message, details: error.details, ...(typeof retryAfterSeconds === 'number' ? { retryAfterSeconds } : {}) };
+    return { status: STATUS_OF_KIND[error.kind], code: error.code, message: error.message, details: error.details, ...(typeof retryAfterSeconds === 'number' ? { retryAfterSeconds } : {}) };
   }
   if (error instanceof WrongExpectedRevisionError) {
     return { status: 409, code: 'CONCURRENT_MODIFICATION', message: 'The resource was changed by another request; retry.', details: {} };
@@ -78,5 +90,5 @@ export function sendServiceError(reply: FastifyReply, request: FastifyRequest, e
 }
 
 export function notFound(what: string): DomainError {
-  return new DomainError(404, 'NOT_FOUND', `${what} was not found.`);
+  return new DomainError('not_found', 'NOT_FOUND', `${what} was not found.`);
 }

@@ -91,16 +91,16 @@ export async function runIdempotently(
       WHERE employer_id = ${claim.employerId} AND key_hash = ${claim.keyHash} AND expires_at > now()`);
     if (!existing) continue;
     if (existing.request_hash !== requestHash) {
-      throw new DomainError(422, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with another request; use a new key for a new request.');
+      throw new DomainError('unprocessable', 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with another request; use a new key for a new request.');
     }
     if (existing.response_status === null || existing.sealed_response === null) {
-      throw new DomainError(409, 'IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still running; retry once it has finished.');
+      throw new DomainError('conflict', 'IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still running; retry once it has finished.');
     }
     const stored = JSON.parse(decryptSecret(existing.sealed_response, ctx.encryptionKey, associatedData(claim))) as StoredResponse;
     reply.status(stored.status).headers(stored.headers).header('idempotent-replayed', 'true');
     return stored.body === undefined ? reply.send() : stored.body;
   }
-  throw new DomainError(409, 'IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still running; retry once it has finished.');
+  throw new DomainError('conflict', 'IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still running; retry once it has finished.');
 }
 
 /** Inserts the claim, or takes over an expired row or an abandoned claim of the same request. */

@@ -127,10 +127,10 @@ function refusal(over: 'depth' | 'values' | 'items', budget: JsonBodyBudget): Do
     case 'depth': {
       // As route.ts's check after parsing says it, for a body that never gets that far.
       const message = `nested deeper than ${JSON_DEPTH_MAX} levels`;
-      return new DomainError(400, 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] });
+      return new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] });
     }
     case 'values':
-      return new DomainError(413, 'PAYLOAD_TOO_LARGE', `The request body is too large: it holds more than ${budget.values} JSON values.`, { limitValues: budget.values });
+      return new DomainError('too_large', 'PAYLOAD_TOO_LARGE', `The request body is too large: it holds more than ${budget.values} JSON values.`, { limitValues: budget.values });
     case 'items':
       return budget.items!.refuse(budget.items!.max);
   }

@@ -35,7 +35,7 @@ export function decodeCursor(cursor: string | undefined, id: ZodType<string> = z
     if (instantMillis(at) === undefined) throw new Error('bad time');
     return { at, id: parsedId };
   } catch {
-    throw new DomainError(400, 'INVALID_CURSOR', 'The cursor is not one this service returned.');
+    throw new DomainError('invalid', 'INVALID_CURSOR', 'The cursor is not one this service returned.');
   }
 }
 

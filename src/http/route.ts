@@ -122,7 +122,7 @@ function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body')
   const path: string[] = [where];
   const refuse = (message: string) => {
     const field = path.join('.');
-    throw new DomainError(400, 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
+    throw new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
   };
   const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
   const visit = (value: unknown, depth: number): void => {

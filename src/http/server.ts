@@ -149,7 +149,7 @@ export function acceptJson(fastify: FastifyInstance, contentType: string): void 
     parse(request, text, (error, value) => {
       if (error && isJson(text)) {
         const message = 'a key __proto__, or constructor holding prototype, names a prototype member: no key or path segment may.';
-        done(new DomainError(400, 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] }));
+        done(new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] }));
       } else done(error, value);
     });
   });

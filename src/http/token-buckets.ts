@@ -16,7 +16,7 @@ export type RateVerdict = { allowed: true } | { allowed: false; retryAfterSecond
 export function assertAllowed(verdict: RateVerdict, reply: FastifyReply, what: string): void {
   if (verdict.allowed) return;
   reply.header('retry-after', String(verdict.retryAfterSeconds));
-  throw new DomainError(429, 'RATE_LIMITED', `${what}; retry in ${verdict.retryAfterSeconds} s.`);
+  throw new DomainError('too_many', 'RATE_LIMITED', `${what}; retry in ${verdict.retryAfterSeconds} s.`);
 }
 
 /**

@@ -19,7 +19,7 @@ export function resolveApiVersion(header: string | string[] | undefined): ApiVer
   const resolved = value ? ((API_VERSIONS as readonly string[]).includes(value) ? (value as ApiVersion) : ALIASES[value]) : undefined;
   if (resolved) return resolved;
   throw new DomainError(
-    400,
+    'invalid',
     'UNSUPPORTED_API_VERSION',
     value ? `API version "${value.slice(0, 40)}" is not supported.` : `The ${API_VERSION_HEADER} header is required with an API key.`,
     { supportedVersions: [...SUPPORTED_API_VERSION_VALUES] },

@@ -25,7 +25,7 @@ export async function issueSignInToken(ctx: AppContext, context: CommandContext,
   return { token, expiresAt, signInUrl: `${ctx.config.PUBLIC_BASE_URL}${SIGNIN_PATH}?token=${encodeURIComponent(token)}` };
 }
 
-const deactivated = () => new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.');
+const deactivated = () => new DomainError('forbidden', 'USER_DEACTIVATED', 'This user is deactivated.');
 
 /**
  * Whom a sign-in token would sign in, without using it up (the confirmation page a GET of the link

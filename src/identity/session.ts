@@ -18,7 +18,7 @@ export const sessionDecider: Decider<SessionCommand, SessionEvent, SessionState>
       : state.status === 'absent' ? state : { ...state, status: 'ended' },
   decide: (command, state) => {
     if (command.type === 'StartSession') {
-      if (state.status !== 'absent') throw new DomainError(409, 'CONFLICT', 'Session already started.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'CONFLICT', 'Session already started.');
       const { type: _type, ...data } = command;
       return [{ type: 'SessionStarted', data }];
     }

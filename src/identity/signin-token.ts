@@ -11,7 +11,7 @@ export type SignInTokenCommand =
 export type SignInTokenState = { status: 'absent' } | { status: 'issued' | 'redeemed'; tokenId: string; userId: string; expiresAt: string };
 
 /** One answer for every unusable token: a caller learns nothing about which tokens exist. */
-export const invalidSignInToken = () => new DomainError(401, 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
+export const invalidSignInToken = () => new DomainError('unauthenticated', 'INVALID_SIGNIN_TOKEN', 'The sign-in link is invalid, expired or already used.');
 
 export const signInTokenDecider: Decider<SignInTokenCommand, SignInTokenEvent, SignInTokenState> = {
   initialState: () => ({ status: 'absent' }),
@@ -21,7 +21,7 @@ export const signInTokenDecider: Decider<SignInTokenCommand, SignInTokenEvent, S
       : state.status === 'absent' ? state : { ...state, status: 'redeemed' },
   decide: (command, state) => {
     if (command.type === 'IssueSignInToken') {
-      if (state.status !== 'absent') throw new DomainError(409, 'CONFLICT', 'Token already issued.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'CONFLICT', 'Token already issued.');
       const { type: _type, ...data } = command;
       return [{ type: 'SignInTokenIssued', data }];
     }

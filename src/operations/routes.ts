@@ -11,11 +11,11 @@ import { runIntegrationAlerts, runInventoryReview } from './jobs.ts';
 
 function assertCronCaller(ctx: AppContext, request: FastifyRequest): void {
   const secret = ctx.config.CRON_SECRET;
-  if (!secret) throw new DomainError(503, 'CRON_NOT_CONFIGURED', 'CRON_SECRET is not set on the server, so the cron endpoints are off (the jobs still run on the service\'s own schedule).');
+  if (!secret) throw new DomainError('unavailable', 'CRON_NOT_CONFIGURED', 'CRON_SECRET is not set on the server, so the cron endpoints are off (the jobs still run on the service\'s own schedule).');
   const match = /^Bearer (.+)$/.exec(request.headers.authorization ?? '');
   // Hashes of equal length, so the comparison's time says nothing about the secret.
   if (!match || !hashesEqual(sha256Hex(match[1]!), sha256Hex(secret))) {
-    throw new DomainError(401, 'UNAUTHORIZED', 'The cron endpoints need Authorization: Bearer <CRON_SECRET>.');
+    throw new DomainError('unauthenticated', 'UNAUTHORIZED', 'The cron endpoints need Authorization: Bearer <CRON_SECRET>.');
   }
 }
 

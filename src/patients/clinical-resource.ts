@@ -16,10 +16,10 @@ export const clinicalResourceDecider: Decider<ClinicalResourceCommand, ClinicalR
   decide(command, state) {
     const { resourceType, resourceId, patientId, sealed } = command;
     if (command.type === 'CreateResource') {
-      if (state.exists) throw new DomainError(409, 'RESOURCE_EXISTS', `${resourceType}/${resourceId} exists already.`);
+      if (state.exists) throw new DomainError('conflict', 'RESOURCE_EXISTS', `${resourceType}/${resourceId} exists already.`);
       return [{ type: 'ClinicalResourceCreated', data: { resourceType, resourceId, patientId, sealed } }];
     }
-    if (!state.exists) throw new DomainError(404, 'NOT_FOUND', `${resourceType}/${resourceId} was not found.`);
+    if (!state.exists) throw new DomainError('not_found', 'NOT_FOUND', `${resourceType}/${resourceId} was not found.`);
     if (command.expectedVersion !== undefined && command.expectedVersion !== state.version) throw staleVersion(state.version);
     return [{ type: 'ClinicalResourceUpdated', data: { resourceType, resourceId, patientId, sealed } }];
   },

@@ -246,7 +246,7 @@ export async function erasePatient(ctx: AppContext, context: CommandContext, inp
   const employerId = employerOf(context);
   const stream = patientStream(employerId, input.patientId);
   const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
-  if (current.status === 'absent') throw new DomainError(404, 'NOT_FOUND', `Patient ${input.patientId} was not found.`);
+  if (current.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', `Patient ${input.patientId} was not found.`);
   const erasedAt = await destroyDataKey(ctx.db.slonik, employerId, input.patientId);
   await handleCommands(ctx.commands, [
     { streamName: stream, decider: patientDecider, command: { type: 'ErasePatient', patientId: input.patientId, erasedAt }, context },

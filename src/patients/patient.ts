@@ -16,9 +16,9 @@ export type PatientCommand =
   | ({ type: 'UpdatePatient'; expectedVersion?: number } & Version)
   | { type: 'ErasePatient'; patientId: string; erasedAt: string };
 
-export const gone = () => new DomainError(410, 'GONE', 'The personal data of this patient has been erased.');
+export const gone = () => new DomainError('gone', 'GONE', 'The personal data of this patient has been erased.');
 export const staleVersion = (version: number) =>
-  new DomainError(412, 'PRECONDITION_FAILED', `The resource is at version ${version}; If-Match named another. Read it again and retry.`);
+  new DomainError('precondition_failed', 'PRECONDITION_FAILED', `The resource is at version ${version}; If-Match named another. Read it again and retry.`);
 
 export const patientDecider: Decider<PatientCommand, PatientEvent, PatientState> = {
   initialState: () => ({ status: 'absent', emailIndex: null, version: 0 }),
@@ -34,19 +34,19 @@ export const patientDecider: Decider<PatientCommand, PatientEvent, PatientState>
   decide(command, state) {
     switch (command.type) {
       case 'RegisterPatient': {
-        if (state.status !== 'absent') throw new DomainError(409, 'PATIENT_EXISTS', `Patient ${command.patientId} exists already.`);
+        if (state.status !== 'absent') throw new DomainError('conflict', 'PATIENT_EXISTS', `Patient ${command.patientId} exists already.`);
         const { type: _type, ...data } = command;
         return [{ type: 'PatientRegistered', data }];
       }
       case 'UpdatePatient': {
-        if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', `Patient ${command.patientId} was not found.`);
+        if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', `Patient ${command.patientId} was not found.`);
         if (state.status === 'erased') throw gone();
         if (command.expectedVersion !== undefined && command.expectedVersion !== state.version) throw staleVersion(state.version);
         const { patientId, emailIndex, sealed, cohortId } = command;
         return [{ type: 'PatientUpdated', data: { patientId, emailIndex, sealed, cohortId } }];
       }
       case 'ErasePatient':
-        if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', `Patient ${command.patientId} was not found.`);
+        if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', `Patient ${command.patientId} was not found.`);
         if (state.status === 'erased') return [];
         return [{ type: 'PatientErased', data: { patientId: command.patientId, erasedAt: command.erasedAt } }];
     }

@@ -20,7 +20,7 @@ const COHORT_UPLOAD_URL = '/api/employer/upload-cohort';
 export const COHORT_JSON_VALUES_MAX = 2 + MAX_COHORT_ROWS * 7;
 
 const cohortTooLarge = (maxRows: number) =>
-  new DomainError(413, 'COHORT_TOO_LARGE', `A cohort upload has at most ${maxRows} rows; this one has more.`, { maxRows });
+  new DomainError('too_large', 'COHORT_TOO_LARGE', `A cohort upload has at most ${maxRows} rows; this one has more.`, { maxRows });
 
 const cohortResult = z
   .object({ cohortId: z.string(), received: z.number().int(), created: z.number().int(), updated: z.number().int(), unchanged: z.number().int() })
@@ -44,7 +44,7 @@ function validateRows(rows: unknown[]): CohortRow[] {
   });
   if (errors.length > 0) {
     const bad = new Set(errors.map((error) => error.index)).size;
-    throw new DomainError(400, 'VALIDATION_ERROR', `${bad} of ${rows.length} rows are invalid; nothing was written.`, { errors });
+    throw new DomainError('invalid', 'VALIDATION_ERROR', `${bad} of ${rows.length} rows are invalid; nothing was written.`, { errors });
   }
   return valid;
 }
@@ -62,7 +62,7 @@ export function patientRoutes(): RoutePlugin {
     fastify.addHook('onRequest', async (request) => {
       if (request.routeOptions.url !== COHORT_UPLOAD_URL) return;
       if (Number(request.headers['content-length'] ?? 0) > COHORT_BODY_LIMIT_BYTES) {
-        throw new DomainError(413, 'PAYLOAD_TOO_LARGE', `A cohort upload body is at most ${COHORT_BODY_LIMIT_BYTES} bytes (${COHORT_BODY_LIMIT_BYTES / 1024 / 1024} MiB).`, { limitBytes: COHORT_BODY_LIMIT_BYTES });
+        throw new DomainError('too_large', 'PAYLOAD_TOO_LARGE', `A cohort upload body is at most ${COHORT_BODY_LIMIT_BYTES} bytes (${COHORT_BODY_LIMIT_BYTES / 1024 / 1024} MiB).`, { limitBytes: COHORT_BODY_LIMIT_BYTES });
       }
     });
 

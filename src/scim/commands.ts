@@ -212,8 +212,8 @@ async function withScimErrors<T>(action: () => Promise<T>): Promise<T> {
     if (error instanceof DomainError) {
       // One answer for every reason an address is unavailable (src/tenants/email-reservation.ts).
       if (error.code === 'EMAIL_UNAVAILABLE') throw new ScimError(409, 'uniqueness', error.message);
-      if (error.status === 404) throw new ScimError(404, null, 'The resource was not found.');
-      if (error.status === 412) throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
+      if (error.kind === 'not_found') throw new ScimError(404, null, 'The resource was not found.');
+      if (error.kind === 'precondition_failed') throw new ScimError(412, null, 'The resource changed since the version in If-Match.');
     }
     throw error;
   }

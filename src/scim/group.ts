@@ -38,11 +38,11 @@ export const groupDecider: Decider<GroupCommand, GroupEvent, GroupState> = {
   },
   decide: (command, state) => {
     if (command.type === 'CreateGroup') {
-      if (state.status !== 'absent') throw new DomainError(409, 'GROUP_EXISTS', 'The group already exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'GROUP_EXISTS', 'The group already exists.');
       const { groupId, employerId, displayName, externalId, members } = command;
       return [{ type: 'GroupCreated', data: { groupId, employerId, displayName, externalId, members: [...new Set(members)] } }];
     }
-    if (state.status !== 'present') throw new DomainError(404, 'NOT_FOUND', 'The group was not found.');
+    if (state.status !== 'present') throw new DomainError('not_found', 'NOT_FOUND', 'The group was not found.');
     if (command.type === 'DeleteGroup') return [{ type: 'GroupDeleted', data: { groupId: state.groupId } }];
 
     const events: GroupEvent[] = [];

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed } from '../http/token-buckets.ts';
-import type { ErrorShape, ServiceError } from '../http/errors.ts';
+import { kindOfStatus, type ErrorShape, type ServiceError } from '../http/errors.ts';
 import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../http/server.ts';
@@ -72,7 +72,7 @@ const scimErrorShape: ErrorShape = (error: ServiceError) => {
 /** A ScimError from the SCIM modules as the DomainError the service's error handler knows. */
 function asServiceError(error: unknown): unknown {
   if (!(error instanceof ScimError)) return error;
-  return new DomainError(error.status, error.scimType ? `SCIM_${error.scimType}` : 'SCIM_ERROR', error.message, error.scimType ? { scimType: error.scimType } : {});
+  return new DomainError(kindOfStatus(error.status), error.scimType ? `SCIM_${error.scimType}` : 'SCIM_ERROR', error.message, error.scimType ? { scimType: error.scimType } : {});
 }
 
 const listQuery = z.object({
@@ -345,7 +345,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
       config: { auth: { public: true }, errorShape: scimErrorShape },
       schema: { hide: true },
       handler: async (request) => {
-        throw new DomainError(404, 'NOT_FOUND', `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}.`);
+        throw new DomainError('not_found', 'NOT_FOUND', `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}.`);
       },
     });
   };
@@ -360,7 +360,7 @@ async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, reque
   if (!caller) {
     reply.header('www-authenticate', 'Bearer realm="scim"');
     throw new DomainError(
-      401,
+      'unauthenticated',
       'INVALID_SCIM_TOKEN',
       token === null ? 'A SCIM bearer token is required: Authorization: Bearer <token>.' : 'The SCIM bearer token is invalid or no longer valid.',
     );

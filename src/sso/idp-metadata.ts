@@ -23,8 +23,8 @@ const MD = 'urn:oasis:names:tc:SAML:2.0:metadata';
 const DSIG = 'http://www.w3.org/2000/09/xmldsig#';
 const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
 
-const invalid = (message: string) => new DomainError(400, 'SAML_METADATA_INVALID', `samlMetadataUrl: ${message}`);
-const unreachable = (message: string) => new DomainError(400, 'SAML_METADATA_UNREACHABLE', `samlMetadataUrl: ${message}`);
+const invalid = (message: string) => new DomainError('invalid', 'SAML_METADATA_INVALID', `samlMetadataUrl: ${message}`);
+const unreachable = (message: string) => new DomainError('invalid', 'SAML_METADATA_UNREACHABLE', `samlMetadataUrl: ${message}`);
 
 export async function fetchIdpMetadata(url: string, options: MetadataFetchOptions): Promise<IdpMetadata> {
   try {

@@ -89,7 +89,7 @@ function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings):
 async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<SamlSpSettings> {
   const { settings } = await getSsoConfiguration(ctx.db.slonik, employerId);
   if (!settings.samlEnabled) {
-    throw new DomainError(400, 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
+    throw new DomainError('invalid', 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
   }
   return spSettings(ctx, employerId, settings);
 }
@@ -99,7 +99,7 @@ export async function startSamlLogin(ctx: AppContext, employerId: string, return
   const settings = await enabledSpSettings(ctx, employerId);
   const target = returnTo === undefined ? null : normaliseReturnTo(returnTo, ctx.config);
   if (returnTo !== undefined && target === null) {
-    throw new DomainError(400, 'RETURN_TO_NOT_ALLOWED', 'returnTo must be a path on this service or a URL on an allowed origin (RETURN_TO_ALLOWED_ORIGINS).');
+    throw new DomainError('invalid', 'RETURN_TO_NOT_ALLOWED', 'returnTo must be a path on this service or a URL on an allowed origin (RETURN_TO_ALLOWED_ORIGINS).');
   }
   // returnTo is kept with the request id rather than in RelayState (unsigned, 80 bytes at most).
   const { redirectUrl } = await createAuthnRequestRedirect(settings, postgresSamlRequestStore(ctx.db.slonik, target), '');
@@ -116,7 +116,7 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
     if (existing && existing.employer_id !== employerId) {
       refuse('EMAIL_IN_OTHER_EMPLOYER', emailUnavailable());
     }
-    if (existing && !existing.active) refuse('USER_DEACTIVATED', new DomainError(403, 'USER_DEACTIVATED', 'This user is deactivated.'));
+    if (existing && !existing.active) refuse('USER_DEACTIVATED', new DomainError('forbidden', 'USER_DEACTIVATED', 'This user is deactivated.'));
     if (existing) return { userId: existing.id, provisioned: false };
     try {
       const { userId } = await registerUser(ctx.commands, { tenantId: employerId, actor: SAML_ACTOR }, {
@@ -155,7 +155,7 @@ export async function finishSamlLogin(ctx: AppContext, employerId: string, samlR
   } catch (error) {
     if (error instanceof SamlVerifierBusyError) reply.header('retry-after', String(error.retryAfterSeconds));
     if (!(error instanceof SamlValidationError)) throw error;
-    refuse(error.reason, new DomainError(401, 'SAML_RESPONSE_REJECTED', error.message, { reason: error.reason }));
+    refuse(error.reason, new DomainError('unauthenticated', 'SAML_RESPONSE_REJECTED', error.message, { reason: error.reason }));
   }
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, refuse);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };

@@ -13,7 +13,7 @@ export const samlLoginDecider: Decider<RecordSamlLogin, SamlLoginEvent, SamlLogi
   initialState: () => ({ recorded: false }),
   evolve: () => ({ recorded: true }),
   decide: (command, state) => {
-    if (state.recorded) throw new DomainError(409, 'CONFLICT', `SAML login ${command.event.data.loginId} is already recorded.`);
+    if (state.recorded) throw new DomainError('conflict', 'CONFLICT', `SAML login ${command.event.data.loginId} is already recorded.`);
     return [command.event];
   },
 };

@@ -49,7 +49,7 @@ type Waiting = { task: VerifyTask; resolve: (outcome: VerifyOutcome) => void; re
 export class SamlVerifierBusyError extends DomainError {
   readonly retryAfterSeconds: number;
   constructor(status: 429 | 503, message: string) {
-    super(status, status === 429 ? 'RATE_LIMITED' : 'SAML_BUSY', message);
+    super(status === 429 ? 'too_many' : 'unavailable', status === 429 ? 'RATE_LIMITED' : 'SAML_BUSY', message);
     this.retryAfterSeconds = status === 429 ? 1 : BUSY_RETRY_AFTER_SECONDS;
   }
 }

@@ -60,14 +60,14 @@ function assertSamlComplete(settings: SsoSettings) {
     settings.samlIssuer ? null : 'samlIssuer',
   ].filter((field) => field !== null);
   if (missing.length > 0) {
-    throw new DomainError(400, 'SAML_CONFIGURATION_INCOMPLETE', `SAML cannot be enabled without ${missing.join(', ')} (set them, or samlMetadataUrl, first or in the same request).`, { missing });
+    throw new DomainError('invalid', 'SAML_CONFIGURATION_INCOMPLETE', `SAML cannot be enabled without ${missing.join(', ')} (set them, or samlMetadataUrl, first or in the same request).`, { missing });
   }
 }
 
 function assertPending(state: SsoConfigurationState, changeId: string): PendingTrustChange {
   const pending = state.pendingTrustChange;
   if (pending?.changeId !== changeId) {
-    throw new DomainError(404, 'TRUST_CHANGE_NOT_PENDING', `No pending SAML trust change ${changeId}: it was confirmed, discarded or replaced. GET /api/employer/sso shows the pending one.`);
+    throw new DomainError('not_found', 'TRUST_CHANGE_NOT_PENDING', `No pending SAML trust change ${changeId}: it was confirmed, discarded or replaced. GET /api/employer/sso shows the pending one.`);
   }
   return pending;
 }
@@ -80,7 +80,7 @@ function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationSt
   const next = { ...state.settings, ...direct };
   assertSamlComplete(next);
   if (command.rotateScimToken && !next.scimEnabled) {
-    throw new DomainError(400, 'SCIM_NOT_ENABLED', 'rotateScimToken needs SCIM to be enabled (send scimEnabled: true).');
+    throw new DomainError('invalid', 'SCIM_NOT_ENABLED', 'rotateScimToken needs SCIM to be enabled (send scimEnabled: true).');
   }
   const events: SsoConfigurationEvent[] = [];
   const changes = changedSettings(state.settings, next);

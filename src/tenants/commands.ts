@@ -78,7 +78,7 @@ export async function registerUser(
 /** A user as its stream holds it, its profile opened with its data key. */
 export type ExistingUser = Exclude<UserState, { status: 'absent' }> & { profile: UserProfile };
 
-const personalDataErased = () => new DomainError(410, 'GONE', 'The personal data of this user has been erased.');
+const personalDataErased = () => new DomainError('gone', 'GONE', 'The personal data of this user has been erased.');
 
 /**
  * What a change brings the user to: a profile and active flag (SCIM PUT/PATCH), or deletion (SCIM
@@ -110,9 +110,9 @@ export async function changeUser(
   for (let attempt = 1; ; attempt++) {
     const history = (await deps.eventStore.readStream(streamName)) as unknown as UserEvent[];
     const state = fold(userDecider, history);
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'The user was not found.');
     const revision = BigInt(history.length - 1);
-    if (precondition && !precondition(revision)) throw new DomainError(412, 'PRECONDITION_FAILED', 'The user changed since the version in If-Match.');
+    if (precondition && !precondition(revision)) throw new DomainError('precondition_failed', 'PRECONDITION_FAILED', 'The user changed since the version in If-Match.');
     // Users registered before their data was sealed get their key on their first change.
     const key = await ensureDataKey(deps.personalData.db, deps.personalData.encryptionKey, employerId, userId);
     if (!key) throw personalDataErased();

@@ -18,7 +18,7 @@ export const EMAIL_UNAVAILABLE_MESSAGE = 'This e-mail address cannot be used.';
  * The one refusal of an unavailable address (SCIM: 409 uniqueness; FHIR: 409 duplicate; elsewhere 409
  * EMAIL_UNAVAILABLE). `details`: which of several addresses (a cohort's rows), never why.
  */
-export const emailUnavailable = (details: Record<string, unknown> = {}) => new DomainError(409, 'EMAIL_UNAVAILABLE', EMAIL_UNAVAILABLE_MESSAGE, details);
+export const emailUnavailable = (details: Record<string, unknown> = {}) => new DomainError('conflict', 'EMAIL_UNAVAILABLE', EMAIL_UNAVAILABLE_MESSAGE, details);
 
 export type EmailReservationCommand =
   | { type: 'ReserveEmail'; emailHash: string; employerId: string; userId: string }

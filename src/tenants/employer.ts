@@ -12,7 +12,7 @@ export const employerDecider: Decider<EmployerCommand, EmployerEvent, EmployerSt
   initialState: () => ({ exists: false, name: null }),
   evolve: (state, event) => (event.type === 'EmployerCreated' ? { exists: true, name: event.data.name } : state),
   decide: (command, state) => {
-    if (state.exists) throw new DomainError(409, 'EMPLOYER_EXISTS', `Employer ${command.employerId} already exists.`);
+    if (state.exists) throw new DomainError('conflict', 'EMPLOYER_EXISTS', `Employer ${command.employerId} already exists.`);
     return [{ type: 'EmployerCreated', data: { employerId: command.employerId, name: command.name, createdAt: command.now } }];
   },
 };

@@ -58,15 +58,15 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
   },
   decide: function decide(command, state): UserEvent[] {
     if (command.type === 'RegisterUser') {
-      if (state.status !== 'absent') throw new DomainError(409, 'USER_EXISTS', 'The user already exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'USER_EXISTS', 'The user already exists.');
       const { userId, employerId, role, sealed, active, source } = command;
       return [{ type: 'UserRegistered', data: { userId, employerId, role, active, source, personal: { sealed } } }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'The user was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'The user was not found.');
     switch (command.type) {
       case 'UpdateUserProfile': {
         // A deleted user's e-mail address may belong to someone else by now.
-        if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
+        if (state.scimDeleted) throw new DomainError('not_found', 'NOT_FOUND', 'The user was deleted.');
         const { changes } = command;
         return changes === null || changes.fields.length === 0
           ? []
@@ -76,7 +76,7 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         if (state.status === 'inactive' && (state.scimDeleted || !command.scimDelete)) return [];
         return [{ type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
       case 'ReactivateUser':
-        if (state.scimDeleted) throw new DomainError(404, 'NOT_FOUND', 'The user was deleted.');
+        if (state.scimDeleted) throw new DomainError('not_found', 'NOT_FOUND', 'The user was deleted.');
         return state.status === 'active' ? [] : [{ type: 'UserReactivated', data: { userId: state.userId } }];
       case 'ChangeUser': {
         const updated = decide({ type: 'UpdateUserProfile', changes: command.changes }, state);
@@ -84,7 +84,7 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         return [...updated, ...decide(command.active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete: false }, afterUpdate)];
       }
       case 'RecordApiKey':
-        if (state.status !== 'active') throw new DomainError(403, 'USER_DEACTIVATED', 'A deactivated user cannot create API keys.');
+        if (state.status !== 'active') throw new DomainError('forbidden', 'USER_DEACTIVATED', 'A deactivated user cannot create API keys.');
         return [{ type: 'UserApiKeyCreated', data: { userId: state.userId, keyId: command.keyId } }];
     }
   },

@@ -39,7 +39,7 @@ async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
     await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS, logger: ctx.logger });
     return url;
   } catch (error) {
-    if (error instanceof UnsafeTargetError) throw new DomainError(400, 'INVALID_WEBHOOK_URL', error.message);
+    if (error instanceof UnsafeTargetError) throw new DomainError('invalid', 'INVALID_WEBHOOK_URL', error.message);
     throw error;
   }
 }
@@ -47,7 +47,7 @@ async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
 function checkedEvents(events: string[]): string[] {
   const unknown = unknownWebhookEvents(events);
   if (unknown.length > 0) {
-    throw new DomainError(400, 'UNKNOWN_WEBHOOK_EVENT', `Unknown webhook event type(s): ${unknown.join(', ')}.`, {
+    throw new DomainError('invalid', 'UNKNOWN_WEBHOOK_EVENT', `Unknown webhook event type(s): ${unknown.join(', ')}.`, {
       unknownEvents: unknown,
       availableEvents: [...WEBHOOK_EVENT_TYPES],
     });
@@ -111,12 +111,12 @@ export async function redeliver(ctx: AppContext, context: CommandContext, input:
   const { webhookId, deliveryId } = input;
   const status = await findDeliveryStatus(ctx.db.slonik, employerOf(context), webhookId, deliveryId);
   if (status === null) throw notFound('Delivery');
-  if (status === 'pending') throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is still pending; it will be attempted again on its own.');
+  if (status === 'pending') throw new DomainError('conflict', 'DELIVERY_PENDING', 'The delivery is still pending; it will be attempted again on its own.');
   const employerId = employerOf(context);
   await withRequestedDelivery(ctx, employerId, async () => {
     await runWebhookCommand(ctx, context, webhookId, { type: 'RequestRedelivery', deliveryId });
     if (!(await requeueDelivery(ctx.db.slonik, { employerId, deliveryId, admittedAs: REQUESTED_DELIVERY }))) {
-      throw new DomainError(409, 'DELIVERY_PENDING', 'The delivery is already pending again.');
+      throw new DomainError('conflict', 'DELIVERY_PENDING', 'The delivery is already pending again.');
     }
   });
 }

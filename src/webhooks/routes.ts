@@ -35,11 +35,11 @@ function assertMayReceive(principal: Principal, events: readonly string[]) {
   if (principal.kind !== 'apiKey') return;
   const access = events.flatMap((event) => (event in WEBHOOK_EVENT_READ_ACCESS ? [WEBHOOK_EVENT_READ_ACCESS[event as WebhookEventType]] : []));
   if (access.includes('session')) {
-    throw new DomainError(403, 'SESSION_REQUIRED', "invoice.paid carries billing, which only an administrator's session reads: subscribe to it in a browser session.");
+    throw new DomainError('forbidden', 'SESSION_REQUIRED', "invoice.paid carries billing, which only an administrator's session reads: subscribe to it in a browser session.");
   }
   const missing = [...new Set(access.filter((scope): scope is Scope => scope !== null && scope !== 'session' && !principal.scopes.includes(scope)))];
   if (missing.length > 0) {
-    throw new DomainError(403, 'INSUFFICIENT_SCOPE', `These events carry data that needs ${missing.join(', ')} to read; this key does not hold it.`, { requiredScopes: missing, keyScopes: [...principal.scopes] });
+    throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `These events carry data that needs ${missing.join(', ')} to read; this key does not hold it.`, { requiredScopes: missing, keyScopes: [...principal.scopes] });
   }
 }
 
@@ -198,7 +198,7 @@ export function webhookRoutes(): RoutePlugin {
       handler: async ({ params, principal }) => {
         const target = await findWebhookTarget(ctx.db.slonik, principal.employerId, params.webhookId);
         if (!target) throw notFound('Webhook subscription');
-        if (target.status !== 'active') throw new DomainError(400, 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
+        if (target.status !== 'active') throw new DomainError('invalid', 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
         const delivery = {
           deliveryId: randomUUID(),
           employerId: principal.employerId,

@@ -36,8 +36,8 @@ export type WebhookState =
       exhaustedDeliveryIds: string[];
     };
 
-const notFound = () => new DomainError(404, 'NOT_FOUND', 'Webhook subscription was not found.');
-const inactive = () => new DomainError(400, 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
+const notFound = () => new DomainError('not_found', 'NOT_FOUND', 'Webhook subscription was not found.');
+const inactive = () => new DomainError('invalid', 'WEBHOOK_INACTIVE', 'The webhook subscription is inactive; set status to active with PATCH first.');
 
 export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState> = {
   initialState: () => ({ status: 'absent' }),
@@ -66,7 +66,7 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
   },
   decide: (command, state) => {
     if (command.type === 'CreateWebhook') {
-      if (state.status !== 'absent') throw new DomainError(409, 'CONFLICT', 'The webhook subscription already exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'CONFLICT', 'The webhook subscription already exists.');
       const { type: _type, now, ...data } = command;
       return [{ type: 'WebhookSubscriptionCreated', data: { ...data, createdAt: now } }];
     }

@@ -70,5 +70,5 @@ export function handOverOldestTickets(employerId: ValueExpression, kind: string,
 
 /** The refusal: 429 with `code`, the limit, and Retry-After. */
 export function tooManyInFlight(code: string, what: string, limit: number, retryAfterSeconds: number): DomainError {
-  return new DomainError(429, code, `${what}: at most ${limit} at a time per employer. Retry when one has finished (Retry-After is a hint).`, { limit, retryAfterSeconds });
+  return new DomainError('too_many', code, `${what}: at most ${limit} at a time per employer. Retry when one has finished (Retry-After is a hint).`, { limit, retryAfterSeconds });
 }

@@ -23,13 +23,13 @@ export const authorizationDecider: Decider<AuthorizationCommand, AuthorizationEv
   },
   decide: (command, state) => {
     if (command.type === 'RequestAuthorization') {
-      if (state.status !== 'absent') throw new DomainError(409, 'ALREADY_EXISTS', 'The authorization request exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'ALREADY_EXISTS', 'The authorization request exists.');
       const { type: _, ...data } = command;
       return [{ type: 'AuthorizationRequested', data }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'Authorization request was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'Authorization request was not found.');
     if (state.status !== 'pending') {
-      throw new DomainError(409, 'ALREADY_REVIEWED', `The authorization request was already reviewed (${state.status}); a request is reviewed once.`);
+      throw new DomainError('conflict', 'ALREADY_REVIEWED', `The authorization request was already reviewed (${state.status}); a request is reviewed once.`);
     }
     const { decision, note, reviewedBy } = command;
     return [{ type: 'AuthorizationReviewed', data: { authorizationId: state.authorizationId, patientId: state.patientId, decision, note, reviewedBy } }];

@@ -34,9 +34,9 @@ function patientDirectoryOf(ctx: AppContext): PatientDirectory {
 }
 
 async function assertEmployerAndPatient(ctx: AppContext, employerId: string, patientId: string) {
-  if (!(await employerExists(ctx.db.slonik, employerId))) throw new DomainError(404, 'NOT_FOUND', 'Employer was not found.');
+  if (!(await employerExists(ctx.db.slonik, employerId))) throw new DomainError('not_found', 'NOT_FOUND', 'Employer was not found.');
   if (!(await patientDirectoryOf(ctx).exists(employerId, patientId))) {
-    throw new DomainError(400, 'UNKNOWN_PATIENT', 'The patient is not a patient of this employer.', { patientId });
+    throw new DomainError('invalid', 'UNKNOWN_PATIENT', 'The patient is not a patient of this employer.', { patientId });
   }
 }
 
@@ -122,7 +122,7 @@ export async function issueInvoice(
   input: { number: string; amountMinor: number; currency: string; periodStart: string; periodEnd: string },
 ) {
   const employerId = employerOf(context);
-  if (!(await employerExists(ctx.db.slonik, employerId))) throw new DomainError(404, 'NOT_FOUND', 'Employer was not found.');
+  if (!(await employerExists(ctx.db.slonik, employerId))) throw new DomainError('not_found', 'NOT_FOUND', 'Employer was not found.');
   const invoiceId = newId('inv');
   await handleCommand(ctx.commands, {
     streamName: invoiceStream(employerId, invoiceId),

@@ -21,12 +21,12 @@ export const invoiceDecider: Decider<InvoiceCommand, InvoiceEvent, InvoiceState>
   },
   decide: (command, state) => {
     if (command.type === 'IssueInvoice') {
-      if (state.status !== 'absent') throw new DomainError(409, 'ALREADY_EXISTS', 'The invoice exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'ALREADY_EXISTS', 'The invoice exists.');
       const { type: _, ...data } = command;
       return [{ type: 'InvoiceIssued', data }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'Invoice was not found.');
-    if (state.status === 'paid') throw new DomainError(409, 'ALREADY_PAID', 'The invoice is already paid; a payment is recorded once.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'Invoice was not found.');
+    if (state.status === 'paid') throw new DomainError('conflict', 'ALREADY_PAID', 'The invoice is already paid; a payment is recorded once.');
     return [{ type: 'InvoicePaid', data: { ...state.invoice, paidAt: command.paidAt } }];
   },
 };

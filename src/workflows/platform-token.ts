@@ -24,11 +24,11 @@ export const platformTokenDecider: Decider<PlatformTokenCommand, PlatformTokenEv
   },
   decide: (command, state) => {
     if (command.type === 'CreatePlatformToken') {
-      if (state.status !== 'absent') throw new DomainError(409, 'ALREADY_EXISTS', 'The platform token exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'ALREADY_EXISTS', 'The platform token exists.');
       const { tokenId, name, families, tokenHash } = command;
       return [{ type: 'PlatformTokenCreated', data: { tokenId, name, families, tokenHash } }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'Platform token was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'Platform token was not found.');
     // Revoking twice is a no-op: the operator's intent holds.
     return state.status === 'revoked' ? [] : [{ type: 'PlatformTokenRevoked', data: { tokenId: state.tokenId } }];
   },

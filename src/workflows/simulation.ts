@@ -50,7 +50,7 @@ export const simulationDecider: Decider<SimulationCommand, SimulationEvent, Simu
   },
   decide: (command, state) => {
     if (command.type === 'RequestSimulation') {
-      if (state.status !== 'absent') throw new DomainError(409, 'ALREADY_EXISTS', 'The simulation exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'ALREADY_EXISTS', 'The simulation exists.');
       const { type: _, ...data } = command;
       return [{ type: 'SimulationRequested', data }];
     }

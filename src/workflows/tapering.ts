@@ -25,13 +25,13 @@ export const taperingDecider: Decider<TaperingCommand, TaperingEvent, TaperingSt
   },
   decide: (command, state) => {
     if (command.type === 'ProposeTapering') {
-      if (state.status !== 'absent') throw new DomainError(409, 'ALREADY_EXISTS', 'The tapering proposal exists.');
+      if (state.status !== 'absent') throw new DomainError('conflict', 'ALREADY_EXISTS', 'The tapering proposal exists.');
       const { type: _, ...data } = command;
       return [{ type: 'TaperingProposed', data }];
     }
-    if (state.status === 'absent') throw new DomainError(404, 'NOT_FOUND', 'Tapering proposal was not found.');
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'Tapering proposal was not found.');
     if (state.status !== 'proposed') {
-      throw new DomainError(409, 'ILLEGAL_TRANSITION', `The tapering proposal is already ${state.status}; only a proposed one can be decided.`);
+      throw new DomainError('conflict', 'ILLEGAL_TRANSITION', `The tapering proposal is already ${state.status}; only a proposed one can be decided.`);
     }
     const data = { proposalId: state.proposalId, patientId: state.patientId, reason: command.reason };
     return [command.decision === 'approved' ? { type: 'TaperingApproved', data } : { type: 'TaperingDeclined', data }];

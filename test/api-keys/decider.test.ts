@@ -27,11 +27,11 @@ describe('API key decider', () => {
   });
 
   it('refuses an expiry that is not in the future', () => {
-    given([]).when({ type: 'CreateApiKey', ...createCommandData, expiresAt: NOW, now: NOW }).thenThrows({ status: 400, code: 'VALIDATION_ERROR' });
+    given([]).when({ type: 'CreateApiKey', ...createCommandData, expiresAt: NOW, now: NOW }).thenThrows({ kind: 'invalid', code: 'VALIDATION_ERROR' });
   });
 
   it('refuses to create the same key twice', () => {
-    given([created]).when({ type: 'CreateApiKey', ...createCommandData, now: NOW }).thenThrows({ status: 409 });
+    given([created]).when({ type: 'CreateApiKey', ...createCommandData, now: NOW }).thenThrows({ kind: 'conflict' });
   });
 
   it('revokes an active key, and revoking again changes nothing', () => {
@@ -57,12 +57,12 @@ describe('API key decider', () => {
 
   it('refuses changes to a revoked key', () => {
     const revoked = { type: 'ApiKeyRevoked', data: { keyId: 'key_1', reason: 'admin', revokedAt: NOW } } as const;
-    given([created, revoked]).when({ type: 'ResumeApiKey' }).thenThrows({ status: 409, code: 'API_KEY_REVOKED' });
-    given([created, revoked]).when({ type: 'RenameApiKey', name: 'x' }).thenThrows({ status: 409, code: 'API_KEY_REVOKED' });
+    given([created, revoked]).when({ type: 'ResumeApiKey' }).thenThrows({ kind: 'conflict', code: 'API_KEY_REVOKED' });
+    given([created, revoked]).when({ type: 'RenameApiKey', name: 'x' }).thenThrows({ kind: 'conflict', code: 'API_KEY_REVOKED' });
   });
 
   it('answers 404 for a key that does not exist', () => {
-    given([]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW }).thenThrows({ status: 404, code: 'NOT_FOUND' });
-    given([]).when({ type: 'SuspendApiKey' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
+    given([]).when({ type: 'SuspendApiKey' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
 });

@@ -32,10 +32,10 @@ describe('domain claim decider', () => {
     const record = verificationRecord('example-a.test', 'tok-1');
     given([claimed]).when({ type: 'VerifyDomainByDns', publishedValues: ['v=spf1 -all', record.value], now }).then([verifiedByDns]);
     given([claimed]).when({ type: 'VerifyDomainByDns', publishedValues: ['ei-verification=tok-of-another-employer'], now })
-      .thenThrows({ status: 422, code: 'DOMAIN_NOT_VERIFIED' });
+      .thenThrows({ kind: 'unprocessable', code: 'DOMAIN_NOT_VERIFIED' });
     given([claimed, verifiedByDns]).when({ type: 'VerifyDomainByDns', publishedValues: [], now }).then([]);
-    given([]).when({ type: 'VerifyDomainByDns', publishedValues: [record.value], now }).thenThrows({ status: 404 });
-    given([claimed, withdrawn]).when({ type: 'VerifyDomainByDns', publishedValues: [record.value], now }).thenThrows({ status: 404 });
+    given([]).when({ type: 'VerifyDomainByDns', publishedValues: [record.value], now }).thenThrows({ kind: 'not_found' });
+    given([claimed, withdrawn]).when({ type: 'VerifyDomainByDns', publishedValues: [record.value], now }).thenThrows({ kind: 'not_found' });
   });
 
   it('lets an operator verify, claiming the domain first when the employer had not', () => {
@@ -49,7 +49,7 @@ describe('domain claim decider', () => {
   it('withdraws a pending or verified claim; there is nothing to withdraw without one', () => {
     given([claimed]).when({ type: 'WithdrawDomainClaim', now }).then([withdrawn]);
     given([claimed, verifiedByDns]).when({ type: 'WithdrawDomainClaim', now }).then([withdrawn]);
-    given([claimed, withdrawn]).when({ type: 'WithdrawDomainClaim', now }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([claimed, withdrawn]).when({ type: 'WithdrawDomainClaim', now }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
 });
 
@@ -59,8 +59,8 @@ describe('domain reservation decider', () => {
   it('reserves a domain to one employer at most: a verified claim wins, others are refused until it is released', () => {
     given([]).when({ type: 'ReserveDomain', domain: 'example-a.test', employerId: 'emp_a' }).then([reservedToA]);
     given([reservedToA]).when({ type: 'ReserveDomain', domain: 'example-a.test', employerId: 'emp_a' }).then([]);
-    given([reservedToA]).when({ type: 'ReserveDomain', domain: 'example-a.test', employerId: 'emp_b' }).thenThrows({ status: 409, code: 'DOMAIN_TAKEN' });
-    given([reservedToA]).when({ type: 'AssertDomainFree', employerId: 'emp_b' }).thenThrows({ status: 409, code: 'DOMAIN_TAKEN' });
+    given([reservedToA]).when({ type: 'ReserveDomain', domain: 'example-a.test', employerId: 'emp_b' }).thenThrows({ kind: 'conflict', code: 'DOMAIN_TAKEN' });
+    given([reservedToA]).when({ type: 'AssertDomainFree', employerId: 'emp_b' }).thenThrows({ kind: 'conflict', code: 'DOMAIN_TAKEN' });
     given([reservedToA, releasedByA]).when({ type: 'ReserveDomain', domain: 'example-a.test', employerId: 'emp_b' })
       .then([{ type: 'EmailDomainReserved', data: { domain: 'example-a.test', employerId: 'emp_b' } }]);
   });
@@ -75,7 +75,7 @@ describe('domain reservation decider', () => {
     given([]).when({ type: 'AdmitAddress', employerId: 'emp_b' }).then([]);
     given([reservedToA]).when({ type: 'AdmitAddress', employerId: 'emp_a' }).then([]);
     given([reservedToA, releasedByA]).when({ type: 'AdmitAddress', employerId: 'emp_b' }).then([]);
-    given([reservedToA]).when({ type: 'AdmitAddress', employerId: 'emp_b' }).thenThrows({ status: 409, code: 'EMAIL_UNAVAILABLE', message: EMAIL_UNAVAILABLE_MESSAGE });
+    given([reservedToA]).when({ type: 'AdmitAddress', employerId: 'emp_b' }).thenThrows({ kind: 'conflict', code: 'EMAIL_UNAVAILABLE', message: EMAIL_UNAVAILABLE_MESSAGE });
   });
 });
 
@@ -85,7 +85,7 @@ describe('e-mail reservation decider', () => {
 
   it('refuses a taken address with the one refusal, whether this employer or another holds it', () => {
     for (const employerId of ['emp_a', 'emp_b']) {
-      given([reserved]).when({ type: 'ReserveEmail', emailHash: 'h', employerId, userId: 'u2' }).thenThrows({ status: 409, code: 'EMAIL_UNAVAILABLE', message: EMAIL_UNAVAILABLE_MESSAGE });
+      given([reserved]).when({ type: 'ReserveEmail', emailHash: 'h', employerId, userId: 'u2' }).thenThrows({ kind: 'conflict', code: 'EMAIL_UNAVAILABLE', message: EMAIL_UNAVAILABLE_MESSAGE });
     }
     // Nothing beyond the message: no field says which employer, or whether it is the caller.
     const refusal = (() => {

@@ -11,7 +11,7 @@ import { COHORT_JSON_VALUES_MAX } from '../../src/patients/routes.ts';
 
 const UNBOUNDED: JsonBodyBudget = { values: Number.MAX_SAFE_INTEGER };
 // The scan says which bound was passed; the route's hook makes the refusal.
-const unused = () => new DomainError(413, 'UNUSED', 'not made by the scan');
+const unused = () => new DomainError('too_large', 'UNUSED', 'not made by the scan');
 const valuesOf = (value: unknown): number =>
   value !== null && typeof value === 'object' ? 1 + Object.values(value).reduce((sum: number, item) => sum + valuesOf(item), 0) : 1;
 

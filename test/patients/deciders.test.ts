@@ -13,18 +13,18 @@ describe('patient decider', () => {
   const given = deciderSpec(patientDecider);
   it('registers once', () => {
     given([]).when({ type: 'RegisterPatient', ...version }).then([registered]);
-    given([registered]).when({ type: 'RegisterPatient', ...version }).thenThrows({ status: 409 });
+    given([registered]).when({ type: 'RegisterPatient', ...version }).thenThrows({ kind: 'conflict' });
   });
   it('updates at the expected version only (If-Match)', () => {
     given([registered]).when({ type: 'UpdatePatient', ...version, expectedVersion: 1 }).then([{ type: 'PatientUpdated', data: version }]);
-    given([registered, { type: 'PatientUpdated', data: version }]).when({ type: 'UpdatePatient', ...version, expectedVersion: 1 }).thenThrows({ status: 412 });
-    given([]).when({ type: 'UpdatePatient', ...version }).thenThrows({ status: 404 });
+    given([registered, { type: 'PatientUpdated', data: version }]).when({ type: 'UpdatePatient', ...version, expectedVersion: 1 }).thenThrows({ kind: 'precondition_failed' });
+    given([]).when({ type: 'UpdatePatient', ...version }).thenThrows({ kind: 'not_found' });
   });
   it('erases once, and an erased patient changes no more (410)', () => {
     given([registered]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: erased.data.erasedAt as string }).then([erased]);
     given([registered, erased]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: 'later' }).then([]);
-    given([registered, erased]).when({ type: 'UpdatePatient', ...version }).thenThrows({ status: 410 });
-    given([]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: 'now' }).thenThrows({ status: 404 });
+    given([registered, erased]).when({ type: 'UpdatePatient', ...version }).thenThrows({ kind: 'gone' });
+    given([]).when({ type: 'ErasePatient', patientId: 'p1', erasedAt: 'now' }).thenThrows({ kind: 'not_found' });
   });
 });
 
@@ -35,7 +35,7 @@ describe('e-mail claim decider', () => {
   it('gives an address to one patient at a time', () => {
     given([]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([claimed]);
     given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p1' }).then([]);
-    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).thenThrows({ status: 409, code: 'EMAIL_UNAVAILABLE' });
+    given([claimed]).when({ type: 'ClaimEmail', emailIndex: 'idx-a', patientId: 'p2' }).thenThrows({ kind: 'conflict', code: 'EMAIL_UNAVAILABLE' });
   });
   it('releases only its holder\'s claim, after which another patient may claim it', () => {
     given([claimed]).when({ type: 'ReleaseEmail', emailIndex: 'idx-a', patientId: 'p2' }).then([]);
@@ -51,7 +51,7 @@ describe('clinical resource decider', () => {
   it('creates, then updates at the expected version only', () => {
     given([]).when({ type: 'CreateResource', ...content }).then([created]);
     given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 1 }).then([{ type: 'ClinicalResourceUpdated', data: content }]);
-    given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).thenThrows({ status: 412 });
-    given([]).when({ type: 'UpdateResource', ...content }).thenThrows({ status: 404 });
+    given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).thenThrows({ kind: 'precondition_failed' });
+    given([]).when({ type: 'UpdateResource', ...content }).thenThrows({ kind: 'not_found' });
   });
 });

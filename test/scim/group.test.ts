@@ -20,7 +20,7 @@ describe('group decider', () => {
     given([]).when({ type: 'CreateGroup', groupId: 'g1', employerId: 'emp1', displayName: 'Eng', externalId: null, members: ['u1', 'u2', 'u1'] }).then([
       { ...created },
     ]);
-    given([created]).when({ type: 'CreateGroup', groupId: 'g1', employerId: 'emp1', displayName: 'Eng', externalId: null, members: [] }).thenThrows({ status: 409 });
+    given([created]).when({ type: 'CreateGroup', groupId: 'g1', employerId: 'emp1', displayName: 'Eng', externalId: null, members: [] }).thenThrows({ kind: 'conflict' });
   });
 
   it('records only what changes: attributes, removed and added members', () => {
@@ -41,7 +41,7 @@ describe('group decider', () => {
 
   it('deletes a group; a deleted or unknown group is 404', () => {
     given([created]).when({ type: 'DeleteGroup' }).then([{ type: 'GroupDeleted', data: { groupId: 'g1' } }]);
-    given([created, { type: 'GroupDeleted', data: { groupId: 'g1' } }]).when({ type: 'DeleteGroup' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
-    given([]).when(change({ displayName: 'x' })).thenThrows({ status: 404 });
+    given([created, { type: 'GroupDeleted', data: { groupId: 'g1' } }]).when({ type: 'DeleteGroup' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
+    given([]).when(change({ displayName: 'x' })).thenThrows({ kind: 'not_found' });
   });
 });

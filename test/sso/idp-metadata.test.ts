@@ -59,7 +59,7 @@ describe('parseIdpMetadata', () => {
   ])('refuses metadata with %s', (_name, xml, message) => {
     const error = refusal(xml());
     expect(error).toBeInstanceOf(DomainError);
-    expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_INVALID', message: expect.stringMatching(message) });
+    expect(error).toMatchObject({ kind: 'invalid', code: 'SAML_METADATA_INVALID', message: expect.stringMatching(message) });
   });
 });
 
@@ -84,18 +84,18 @@ describe('fetchIdpMetadata', () => {
   ])('refuses %s without sending a request (SSRF)', async (_name, url, message) => {
     const before = receiver.requests.length;
     const error = await fetchIdpMetadata(url(), { allowPrivateNetworks: false, ca: receiver.ca }).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: expect.stringMatching(message) });
+    expect(error).toMatchObject({ kind: 'invalid', code: 'SAML_METADATA_UNREACHABLE', message: expect.stringMatching(message) });
     expect(receiver.requests.length).toBe(before);
   });
 
   it('answers a name resolving to a private address, a name that does not resolve and a literal private IP with the same text', async () => {
     const urls = ['https://localhost/metadata', 'https://no-such-host.invalid/metadata', 'https://10.0.0.1/metadata'];
     const errors = await Promise.all(urls.map((url) => fetchIdpMetadata(url, { allowPrivateNetworks: false }).catch((thrown: unknown) => thrown)));
-    for (const error of errors) expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: `samlMetadataUrl: ${TARGET_NOT_ALLOWED}` });
+    for (const error of errors) expect(error).toMatchObject({ kind: 'invalid', code: 'SAML_METADATA_UNREACHABLE', message: `samlMetadataUrl: ${TARGET_NOT_ALLOWED}` });
   });
 
   it('refuses a host whose certificate it does not trust', async () => {
     const error = await fetchIdpMetadata(`${receiver.url}/metadata`, { allowPrivateNetworks: true }).catch((thrown: unknown) => thrown);
-    expect(error).toMatchObject({ status: 400, code: 'SAML_METADATA_UNREACHABLE', message: expect.stringContaining('could not be fetched') });
+    expect(error).toMatchObject({ kind: 'invalid', code: 'SAML_METADATA_UNREACHABLE', message: expect.stringContaining('could not be fetched') });
   });
 });

@@ -35,12 +35,12 @@ describe('SSO configuration decider', () => {
   it('records nothing when nothing changes', () => given([samlReady]).when(update({ samlIssuer: 'https://idp.example/' })).then([]));
 
   it('refuses samlEnabled without entry point, certificate and issuer, naming what is missing', () =>
-    given([]).when(update({ samlEnabled: true, samlIssuer: 'https://idp.example/' })).thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE', message: expect.stringContaining('samlEntryPoint, samlCertificate') }));
+    given([]).when(update({ samlEnabled: true, samlIssuer: 'https://idp.example/' })).thenThrows({ kind: 'invalid', code: 'SAML_CONFIGURATION_INCOMPLETE', message: expect.stringContaining('samlEntryPoint, samlCertificate') }));
 
   it('enables SAML once the three are set', () => given([samlReady]).when(update({ samlEnabled: true })).then([updated({ changes: { samlEnabled: true } })]));
 
   it('refuses to clear a prerequisite while SAML is enabled', () =>
-    given([samlReady, updated({ changes: { samlEnabled: true } })]).when(update({ samlCertificates: [] })).thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE' }));
+    given([samlReady, updated({ changes: { samlEnabled: true } })]).when(update({ samlCertificates: [] })).thenThrows({ kind: 'invalid', code: 'SAML_CONFIGURATION_INCOMPLETE' }));
 
   it('issues a SCIM token when SCIM is first enabled', () =>
     given([]).when(update({ scimEnabled: true })).then([updated({ changes: { scimEnabled: true }, issuedScimToken: { ...CANDIDATE, issuedAt: NOW } })]));
@@ -58,7 +58,7 @@ describe('SSO configuration decider', () => {
       .when(update({ scimEnabled: true }))
       .then([updated({ changes: { scimEnabled: true }, issuedScimToken: { ...CANDIDATE, issuedAt: NOW } })]));
 
-  it('refuses rotation while SCIM is disabled', () => given([]).when(update({}, true)).thenThrows({ status: 400, code: 'SCIM_NOT_ENABLED' }));
+  it('refuses rotation while SCIM is disabled', () => given([]).when(update({}, true)).thenThrows({ kind: 'invalid', code: 'SCIM_NOT_ENABLED' }));
 
   it('issues one token when enabling and rotating in the same request', () =>
     given([]).when(update({ scimEnabled: true }, true)).then([updated({ changes: { scimEnabled: true }, issuedScimToken: { ...CANDIDATE, issuedAt: NOW } })]));
@@ -104,7 +104,7 @@ describe('SAML trust changes made with an API key', () => {
     given([samlReady, samlOn, proposed('chg-1', { samlIssuer: 'https://evil.example/' })]).when(keyUpdate({ samlEnabled: false })).then([updated({ changes: { samlEnabled: false } })]));
 
   it('are refused at once when they would enable SAML without entry point, certificate and issuer', () =>
-    given([]).when(keyUpdate({ samlEnabled: true, samlIssuer: 'https://evil.example/' })).thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE' }));
+    given([]).when(keyUpdate({ samlEnabled: true, samlIssuer: 'https://evil.example/' })).thenThrows({ kind: 'invalid', code: 'SAML_CONFIGURATION_INCOMPLETE' }));
 
   it('are applied at once from a session', () => given([samlReady, samlOn]).when(update(attackerIdp)).then([updated({ changes: attackerIdp })]));
 });
@@ -119,18 +119,18 @@ describe('confirming and discarding the pending trust change', () => {
 
   it('refuses an id that is not the pending change: unknown, replaced, or already confirmed', () => {
     const confirm = (changeId: string) => ({ type: 'ConfirmSsoTrustChange' as const, employerId: EMPLOYER, changeId });
-    given([samlReady, pending]).when(confirm('chg-0')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
-    given([samlReady, pending, proposed('chg-2', attackerIdp, 'chg-1')]).when(confirm('chg-1')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
-    given([samlReady, pending, confirmed('chg-1', attackerIdp)]).when(confirm('chg-1')).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending]).when(confirm('chg-0')).thenThrows({ kind: 'not_found', code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending, proposed('chg-2', attackerIdp, 'chg-1')]).when(confirm('chg-1')).thenThrows({ kind: 'not_found', code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending, confirmed('chg-1', attackerIdp)]).when(confirm('chg-1')).thenThrows({ kind: 'not_found', code: 'TRUST_CHANGE_NOT_PENDING' });
   });
 
   it('refuses to confirm what would, by now, enable SAML without an issuer', () =>
     given([samlReady, proposed('chg-1', { samlEnabled: true }), updated({ changes: { samlIssuer: null } })])
       .when({ type: 'ConfirmSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' })
-      .thenThrows({ status: 400, code: 'SAML_CONFIGURATION_INCOMPLETE' }));
+      .thenThrows({ kind: 'invalid', code: 'SAML_CONFIGURATION_INCOMPLETE' }));
 
   it('discards the pending change, changing nothing in effect', () => {
     given([samlReady, pending]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).then([discarded('chg-1')]);
-    given([samlReady, pending, discarded('chg-1')]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).thenThrows({ status: 404, code: 'TRUST_CHANGE_NOT_PENDING' });
+    given([samlReady, pending, discarded('chg-1')]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).thenThrows({ kind: 'not_found', code: 'TRUST_CHANGE_NOT_PENDING' });
   });
 });

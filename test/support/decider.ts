@@ -1,7 +1,7 @@
 // Given / when / then for deciders, with no database:
 //   const given = deciderSpec(apiKeyDecider);
 //   given([created]).when({ type: 'RevokeApiKey', ... }).then([{ type: 'ApiKeyRevoked', ... }]);
-//   given([]).when(command).thenThrows({ status: 404, code: 'NOT_FOUND' });
+//   given([]).when(command).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
 import { expect } from 'vitest';
 import { DomainError, fold, type Decider, type DomainEvent } from '../../src/event-store/decider.ts';
 
@@ -13,7 +13,7 @@ export function deciderSpec<Command, Event extends DomainEvent, State>(decider: 
         /** The command produces exactly these events ([] for "nothing happens"). */
         then: (expected: Event[]) => expect(run()).toEqual(expected),
         /** The command is refused with a DomainError carrying these fields. */
-        thenThrows: (expected: Partial<Pick<DomainError, 'status' | 'code' | 'message'>>) => {
+        thenThrows: (expected: Partial<Pick<DomainError, 'kind' | 'code' | 'message'>>) => {
           let thrown: unknown;
           try {
             run();

@@ -17,7 +17,7 @@ describe('user decider', () => {
   it('registers a user with its profile sealed, and only once', () => {
     const register = { type: 'RegisterUser', userId: 'u1', employerId: 'emp_1', role: 'PATIENT', sealed: 'v1.profile', active: true, source: 'scim' } as const;
     given([]).when(register).then([registered]);
-    given([registered]).when(register).thenThrows({ status: 409, code: 'USER_EXISTS' });
+    given([registered]).when(register).thenThrows({ kind: 'conflict', code: 'USER_EXISTS' });
   });
 
   it('decides a profile change and a deactivation together, profile first', () => {
@@ -33,7 +33,7 @@ describe('user decider', () => {
   });
 
   it('refuses any change to a user deleted through SCIM', () => {
-    given([registered, deleted]).when({ type: 'ChangeUser', changes: null, active: false }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([registered, deleted]).when({ type: 'ChangeUser', changes: null, active: false }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
 
   it('folds users registered before sealing (version 1, upcast to clear fields) as any other', () => {
@@ -43,8 +43,8 @@ describe('user decider', () => {
 
   it('records a key of an active user, and refuses one of an inactive user', () => {
     given([registered]).when({ type: 'RecordApiKey', keyId: 'key_1' }).then([{ type: 'UserApiKeyCreated', data: { userId: 'u1', keyId: 'key_1' } }]);
-    given([registered, deactivated]).when({ type: 'RecordApiKey', keyId: 'key_2' }).thenThrows({ status: 403, code: 'USER_DEACTIVATED' });
-    given([]).when({ type: 'RecordApiKey', keyId: 'key_3' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([registered, deactivated]).when({ type: 'RecordApiKey', keyId: 'key_2' }).thenThrows({ kind: 'forbidden', code: 'USER_DEACTIVATED' });
+    given([]).when({ type: 'RecordApiKey', keyId: 'key_3' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
 });
 

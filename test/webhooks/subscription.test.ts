@@ -52,11 +52,11 @@ describe('webhook subscription decider', () => {
   });
 
   it('refuses pings and redeliveries of an inactive subscription, and everything on a deleted one', () => {
-    given([created, disabledByFailures]).when({ type: 'RequestPing' }).thenThrows({ status: 400, code: 'WEBHOOK_INACTIVE' });
-    given([created, disabledByFailures]).when({ type: 'RequestRedelivery', deliveryId: 'd1' }).thenThrows({ status: 400, code: 'WEBHOOK_INACTIVE' });
+    given([created, disabledByFailures]).when({ type: 'RequestPing' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
+    given([created, disabledByFailures]).when({ type: 'RequestRedelivery', deliveryId: 'd1' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
     const deleted: WebhookEvent = { type: 'WebhookSubscriptionDeleted', data: { webhookId } };
-    given([created, deleted]).when({ type: 'UpdateWebhook', changes: {}, status: 'active' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
-    given([]).when({ type: 'DeleteWebhook' }).thenThrows({ status: 404 });
+    given([created, deleted]).when({ type: 'UpdateWebhook', changes: {}, status: 'active' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
+    given([]).when({ type: 'DeleteWebhook' }).thenThrows({ kind: 'not_found' });
     // A worker finishing an attempt after the deletion has nothing to record.
     given([created, deleted]).when({ type: 'RecordDeliveryExhausted', deliveryId: 'd1' }).then([]);
   });

@@ -24,13 +24,13 @@ describe('authorization review', () => {
 
   it('a second review is 409, whatever its decision', () => {
     const reviewed = { type: 'AuthorizationReviewed' as const, data: { authorizationId: 'auth_1', patientId: 'pat_1', decision: 'denied' as const, note: null, reviewedBy: 'usr_1' } };
-    given([requested, reviewed]).when({ type: 'ReviewAuthorization', decision: 'approved', note: null, reviewedBy: 'usr_2' }).thenThrows({ status: 409, code: 'ALREADY_REVIEWED' });
-    given([requested, reviewed]).when({ type: 'ReviewAuthorization', decision: 'denied', note: null, reviewedBy: 'usr_1' }).thenThrows({ status: 409, code: 'ALREADY_REVIEWED' });
+    given([requested, reviewed]).when({ type: 'ReviewAuthorization', decision: 'approved', note: null, reviewedBy: 'usr_2' }).thenThrows({ kind: 'conflict', code: 'ALREADY_REVIEWED' });
+    given([requested, reviewed]).when({ type: 'ReviewAuthorization', decision: 'denied', note: null, reviewedBy: 'usr_1' }).thenThrows({ kind: 'conflict', code: 'ALREADY_REVIEWED' });
   });
 
   it('an unknown request is 404, and a request id is used once', () => {
-    given([]).when({ type: 'ReviewAuthorization', decision: 'approved', note: null, reviewedBy: 'usr_1' }).thenThrows({ status: 404, code: 'NOT_FOUND' });
-    given([requested]).when({ type: 'RequestAuthorization', ...requested.data }).thenThrows({ status: 409 });
+    given([]).when({ type: 'ReviewAuthorization', decision: 'approved', note: null, reviewedBy: 'usr_1' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
+    given([requested]).when({ type: 'RequestAuthorization', ...requested.data }).thenThrows({ kind: 'conflict' });
   });
 });
 
@@ -50,10 +50,10 @@ describe('tapering proposal', () => {
   });
 
   it('a decided proposal cannot be decided again (409), nor an unknown one (404)', () => {
-    given([proposed, { type: 'TaperingApproved', data: outcome }]).when({ type: 'DecideTapering', decision: 'declined', reason: null }).thenThrows({ status: 409, code: 'ILLEGAL_TRANSITION' });
-    given([proposed, { type: 'TaperingDeclined', data: outcome }]).when({ type: 'DecideTapering', decision: 'approved', reason: null }).thenThrows({ status: 409, code: 'ILLEGAL_TRANSITION' });
-    given([proposed, { type: 'TaperingDeclined', data: outcome }]).when({ type: 'DecideTapering', decision: 'declined', reason: null }).thenThrows({ status: 409, code: 'ILLEGAL_TRANSITION' });
-    given([]).when({ type: 'DecideTapering', decision: 'approved', reason: null }).thenThrows({ status: 404, code: 'NOT_FOUND' });
+    given([proposed, { type: 'TaperingApproved', data: outcome }]).when({ type: 'DecideTapering', decision: 'declined', reason: null }).thenThrows({ kind: 'conflict', code: 'ILLEGAL_TRANSITION' });
+    given([proposed, { type: 'TaperingDeclined', data: outcome }]).when({ type: 'DecideTapering', decision: 'approved', reason: null }).thenThrows({ kind: 'conflict', code: 'ILLEGAL_TRANSITION' });
+    given([proposed, { type: 'TaperingDeclined', data: outcome }]).when({ type: 'DecideTapering', decision: 'declined', reason: null }).thenThrows({ kind: 'conflict', code: 'ILLEGAL_TRANSITION' });
+    given([]).when({ type: 'DecideTapering', decision: 'approved', reason: null }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
 });
 
@@ -67,7 +67,7 @@ describe('invoice', () => {
     ]);
     given([{ type: 'InvoiceIssued', data: fields }, { type: 'InvoicePaid', data: { ...fields, paidAt: '2026-11-05T09:00:00.000Z' } }])
       .when({ type: 'PayInvoice', paidAt: '2026-11-06T09:00:00.000Z' })
-      .thenThrows({ status: 409, code: 'ALREADY_PAID' });
+      .thenThrows({ kind: 'conflict', code: 'ALREADY_PAID' });
   });
 });
 
@@ -78,7 +78,7 @@ describe('platform token', () => {
   it('is revoked once; revoking again changes nothing', () => {
     given([created]).when({ type: 'RevokePlatformToken' }).then([{ type: 'PlatformTokenRevoked', data: { tokenId: 'ptok_1' } }]);
     given([created, { type: 'PlatformTokenRevoked', data: { tokenId: 'ptok_1' } }]).when({ type: 'RevokePlatformToken' }).then([]);
-    given([]).when({ type: 'RevokePlatformToken' }).thenThrows({ status: 404 });
+    given([]).when({ type: 'RevokePlatformToken' }).thenThrows({ kind: 'not_found' });
   });
 });
 
