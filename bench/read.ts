@@ -126,6 +126,7 @@ export default async function readBench(args: string[]) {
     const env = {
       NODE_ENV: 'production', HOST: '127.0.0.1', DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
       ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000', // the key's own limit (100,000,000) must not be capped
     };
     const setup = await startService({ config: loadConfig({ ...env, PORT: '0', LOG_LEVEL: 'warn' }), roles: ['projections'] });
     const actor = { type: 'system', id: 'bench' } as const;

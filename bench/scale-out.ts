@@ -45,6 +45,7 @@ export default async function benchScaleOut(args: string[]) {
       LOG_LEVEL: 'warn',
       HOST: '127.0.0.1',
       API_KEY_RATE_LIMIT_PER_MIN: '1000000000',
+      API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     };
     console.log(`Postgres max_connections ${maxConnections} (${reserved} reserved for superusers); budget ${budget} per process, ${PROCESSES_AT_MOST} processes at most = ${budget * PROCESSES_AT_MOST}`);
