@@ -51,13 +51,13 @@ describe('the SAML verifier queue', () => {
     const accepted = [running];
     for (let i = 0; i < PER_CLIENT_WAITING_MAX; i++) accepted.push(submit('203.0.113.1', `waiting ${i}`));
     const overClient = await submit('203.0.113.1', 'one too many');
-    expect(overClient).toMatchObject({ status: 429, code: 'RATE_LIMITED', retryAfterSeconds: 1 });
+    expect(overClient).toMatchObject({ kind: 'too_many', code: 'RATE_LIMITED', retryAfterSeconds: 1 });
 
     for (let client = 2; accepted.length <= WAITING_MAX; client++) {
       for (let i = 0; i < PER_CLIENT_WAITING_MAX && accepted.length <= WAITING_MAX; i++) accepted.push(submit(`203.0.113.${client}`, `${client}/${i}`));
     }
     expect(verifier.pending()).toBe(WAITING_MAX + 1); // one running, the rest waiting
-    expect(await submit('203.0.113.200', 'one too many in all')).toMatchObject({ status: 503, code: 'SAML_BUSY', retryAfterSeconds: 2 });
+    expect(await submit('203.0.113.200', 'one too many in all')).toMatchObject({ kind: 'unavailable', code: 'SAML_BUSY', retryAfterSeconds: 2 });
 
     gate.release(accepted.length);
     expect((await Promise.all(accepted)).every((outcome) => typeof outcome === 'string')).toBe(true);
