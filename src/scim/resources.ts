@@ -1,7 +1,9 @@
-// The SCIM representation of the read-model rows SCIM reads (projections/scim-groups/queries.ts), and
+// The SCIM representation of the read-model rows SCIM reads (projections/tenants/queries.ts for users,
+// projections/scim-groups/queries.ts for groups), and
 // the SCIM attribute paths a filter may name, mapped to the columns of those queries (aliases `u`, `g`).
 import { sql } from 'slonik';
-import type { ScimGroupMemberRow, ScimGroupRow, ScimUserRow } from '../../projections/scim-groups/queries.ts';
+import type { ScimGroupMemberRow, ScimGroupRow } from '../../projections/scim-groups/queries.ts';
+import type { ScimUserRow } from '../../projections/tenants/queries.ts';
 import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
 import type { ScimAttributeMap } from './filter.ts';
 
