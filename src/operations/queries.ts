@@ -2,6 +2,7 @@
 // read models. Every query names its employer, or groups by employer.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { activeApiKey } from '../../projections/api-keys/queries.ts';
 
 const rejectionRow = z.object({ employer_id: z.string(), key_id: z.string(), key_name: z.string().nullable(), ip: z.string(), rejections: z.number() });
 
@@ -17,13 +18,12 @@ export async function ipRejectionsBetween(db: CommonQueryMethods, from: Date, to
 
 const keyRow = z.object({ id: z.string(), name: z.string(), expires_at: z.string().nullable(), created_at: z.string(), last_used_at: z.string().nullable() });
 
-/** The employer's active keys (not revoked, not suspended, not expired at `now`) with their last use. */
+/** The employer's keys active at `now` (projections/api-keys/queries.ts, activeApiKey) with their last use. */
 export async function activeKeysOf(db: CommonQueryMethods, employerId: string, now: Date) {
   return db.any(sql.type(keyRow)`
     SELECT k.id, k.name, k.expires_at, k.created_at, u.last_used_at
     FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id
-    WHERE k.employer_id = ${employerId} AND k.revoked_at IS NULL AND NOT k.suspended
-      AND (k.expires_at IS NULL OR k.expires_at > ${now.toISOString()}::timestamptz)
+    WHERE k.employer_id = ${employerId} AND ${activeApiKey(now.toISOString())}
     ORDER BY k.created_at, k.id`);
 }
 
