@@ -1,6 +1,7 @@
-// Key metadata as key management shows it: the read model joined with the usage telemetry, and the
-// one rule of a key's status (apiKeyStatus), derived when read.
-import { sql, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
+// Key metadata as key management and the inventory review show it (the read model joined with the
+// usage telemetry), the keys the request pipeline checks, and the one rule of a key's status
+// (apiKeyStatus), derived when read.
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { SCOPES } from '../../src/auth/principal.ts';
 import { notFound } from '../../src/http/errors.ts';
@@ -11,8 +12,8 @@ export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as 
 /**
  * The status of the key `k` (an api_keys row) at the instant `at` (an ISO string, or the database's
  * sql.fragment`now()`): revoked, else expired from the instant expiresAt on, else inactive while
- * suspended, else active. Key management shows it; the key reviews and the employer report count
- * the active keys by it (activeApiKey).
+ * suspended, else active. Key management shows it; the monthly inventory review (activeKeysOf) and
+ * the employer report count the active keys by it (activeApiKey).
  */
 export function apiKeyStatus(at: ValueExpression): FragmentSqlToken {
   return sql.fragment`CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= (${at})::timestamptz THEN 'expired'
@@ -112,6 +113,17 @@ export async function getApiKey(pool: DatabasePool, employerId: string, keyId: s
   return toMetadata(row);
 }
 
+
+const activeKeyRow = z.object({ id: z.string(), name: z.string(), expires_at: z.string().nullable(), created_at: z.string(), last_used_at: z.string().nullable() });
+
+/** The employer's keys active at `now` with their last use (the monthly inventory review). */
+export async function activeKeysOf(db: CommonQueryMethods, employerId: string, now: Date) {
+  return db.any(sql.type(activeKeyRow)`
+    SELECT k.id, k.name, k.expires_at, k.created_at, u.last_used_at
+    FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id
+    WHERE k.employer_id = ${employerId} AND ${activeApiKey(now.toISOString())}
+    ORDER BY k.created_at, k.id`);
+}
 
 const keyRow = z.object({
   id: z.string(),

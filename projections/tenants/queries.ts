@@ -1,6 +1,7 @@
-// Queries on the read models `employers` and `users`: SAML sign-in and the CLI find a user by e-mail;
-// SCIM reads the users it can see (a SCIM filter arrives already translated to SQL on the alias `u`).
-import { sql, type DatabasePool } from 'slonik';
+// Queries on the read models `employers` and `users`: SAML sign-in and the CLI find a user by e-mail,
+// the operational jobs and mails go through the employers and their admins, SCIM reads the users it
+// can see (a SCIM filter arrives already translated to SQL on the alias `u`).
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { listPage, type ListQuery, type Page } from '../scim-list-page.ts';
 
@@ -18,6 +19,16 @@ export async function findUserByEmail(pool: DatabasePool, email: string) {
 
 export async function employerExists(pool: DatabasePool, employerId: string): Promise<boolean> {
   return pool.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
+}
+
+export async function allEmployerIds(db: CommonQueryMethods): Promise<readonly string[]> {
+  return db.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM employers ORDER BY id`);
+}
+
+/** E-mail addresses of the employer's active admins. */
+export async function adminEmailsOf(db: CommonQueryMethods, employerId: string): Promise<readonly string[]> {
+  return db.anyFirst(sql.type(z.object({ email: z.string() }))`
+    SELECT email FROM users WHERE employer_id = ${employerId} AND role = 'EMPLOYER_ADMIN' AND active ORDER BY email`);
 }
 
 const emailSchema = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
