@@ -1,6 +1,6 @@
-// The SCIM representation of the read-model rows SCIM reads (projections/tenants/queries.ts for users,
-// projections/scim-groups/queries.ts for groups), and
-// the SCIM attribute paths a filter may name, mapped to the columns of those queries (aliases `u`, `g`).
+// The SCIM representation of the read-model rows SCIM reads (users: projections/tenants/queries.ts,
+// groups: projections/scim-groups/queries.ts), and the SCIM attribute paths a filter may name, mapped
+// to the columns of those queries (aliases `u`, `g`).
 import { sql } from 'slonik';
 import type { ScimGroupMemberRow, ScimGroupRow } from '../../projections/scim-groups/queries.ts';
 import type { ScimUserRow } from '../../projections/tenants/queries.ts';
