@@ -3,6 +3,7 @@
 // can see (a SCIM filter arrives already translated to SQL on the alias `u`).
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { userEmail } from '../../src/tenants/events.ts';
 import { listPage, type ListQuery, type Page } from '../scim-list-page.ts';
 
 const userRow = z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() });
@@ -31,8 +32,6 @@ export async function adminEmailsOf(db: CommonQueryMethods, employerId: string):
     SELECT email FROM users WHERE employer_id = ${employerId} AND role = 'EMPLOYER_ADMIN' AND active ORDER BY email`);
 }
 
-const emailSchema = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
-
 const scimUserRow = z.object({
   id: z.string(),
   user_name: z.string(),
@@ -41,7 +40,7 @@ const scimUserRow = z.object({
   display_name: z.string().nullable(),
   external_id: z.string().nullable(),
   email: z.string(),
-  emails: z.array(emailSchema),
+  emails: z.array(userEmail),
   active: z.boolean(),
   version: z.coerce.number(),
   created_at: z.string(),

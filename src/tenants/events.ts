@@ -9,7 +9,7 @@ import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 const employerCreated = eventSchema('EmployerCreated', z.object({ employerId: z.string(), name: z.string(), createdAt: z.string() }));
 
 /** One SCIM e-mail of a user (RFC 7643 `emails`); `email` below is the one the user signs in with. */
-const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
+export const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
 export type UserEmail = z.infer<typeof userEmail>;
 
 const userProfile = z.object({
