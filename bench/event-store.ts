@@ -21,7 +21,7 @@ import type { Database } from '../src/db/pools.ts';
 import { START, type RecordedEvent } from '../src/event-store/port.ts';
 import { eventRegistryOf } from '../src/main.ts';
 import { registerUser } from '../src/tenants/commands.ts';
-import { sealProfileFields } from '../src/tenants/personal.ts';
+import { sealProfileFields } from '../src/tenants/events.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
 import { percentile, startBenchService, runConcurrently } from './support.ts';
 

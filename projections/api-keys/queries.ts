@@ -1,13 +1,29 @@
-// Key metadata as key management shows it: the read model joined with the usage telemetry. The
-// status is derived when read: revoked, else expired once expiresAt has passed, else inactive when
-// suspended, else active.
-import { sql, type DatabasePool } from 'slonik';
+// Key metadata as key management and the inventory review show it (the read model joined with the
+// usage telemetry), the keys the request pipeline checks, and the one rule of a key's status
+// (apiKeyStatus), derived when read.
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { SCOPES } from '../../src/auth/principal.ts';
 import { notFound } from '../../src/http/errors.ts';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
 
 export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as const;
+
+/**
+ * The status of the key `k` (an api_keys row) at the instant `at` (an ISO string, or the database's
+ * sql.fragment`now()`): revoked, else expired from the instant expiresAt on, else inactive while
+ * suspended, else active. Key management shows it; the monthly inventory review (activeKeysOf) and
+ * the employer report count the active keys by it (activeApiKey).
+ */
+export function apiKeyStatus(at: ValueExpression): FragmentSqlToken {
+  return sql.fragment`CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= (${at})::timestamptz THEN 'expired'
+    WHEN k.suspended THEN 'inactive' ELSE 'active' END`;
+}
+
+/** Whether the key `k` is active at `at` (apiKeyStatus). */
+export function activeApiKey(at: ValueExpression): FragmentSqlToken {
+  return sql.fragment`${apiKeyStatus(at)} = 'active'`;
+}
 
 export const apiKeyMetadata = z
   .object({
@@ -39,7 +55,7 @@ const metadataRow = z.object({
   rate_limit_per_minute: z.number().nullable(),
   created_at: z.string(),
   created_by: z.string(),
-  suspended: z.boolean(),
+  status: z.enum(API_KEY_STATUSES),
   revoked_at: z.string().nullable(),
   last_used_at: z.string().nullable(),
   last_used_ip: z.string().nullable(),
@@ -48,15 +64,14 @@ const metadataRow = z.object({
   cursor_at: z.string(),
 });
 
-const selectMetadata = sql.fragment`
+/** The keys' metadata, each key's status as it is at `now` (ms since the epoch). */
+const selectMetadata = (now: number) => sql.fragment`
   SELECT k.id, k.name, k.key_prefix, k.scopes, k.allowed_ip_cidrs, k.expires_at, k.rate_limit_per_minute, k.created_at, k.created_by,
-         k.suspended, k.revoked_at, k.created_at::text AS cursor_at, u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
+         ${apiKeyStatus(new Date(now).toISOString())} AS status, k.revoked_at, k.created_at::text AS cursor_at,
+         u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
   FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id`;
 
-function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetadata {
-  const status = row.revoked_at !== null ? 'revoked'
-    : row.expires_at !== null && now >= Date.parse(row.expires_at) ? 'expired'
-    : row.suspended ? 'inactive' : 'active';
+function toMetadata(row: z.infer<typeof metadataRow>): ApiKeyMetadata {
   return apiKeyMetadata.parse({
     id: row.id,
     name: row.name,
@@ -67,7 +82,7 @@ function toMetadata(row: z.infer<typeof metadataRow>, now: number): ApiKeyMetada
     rateLimitPerMinute: row.rate_limit_per_minute,
     createdAt: row.created_at,
     createdBy: row.created_by,
-    status,
+    status: row.status,
     revokedAt: row.revoked_at,
     lastUsedAt: row.last_used_at,
     lastUsedIp: row.last_used_ip,
@@ -83,21 +98,32 @@ export async function listApiKeys(
   { limit, after }: { limit: number; after: Keyset | null },
 ): Promise<{ keys: ApiKeyMetadata[]; next: Keyset | null }> {
   const rows = await pool.any(sql.type(metadataRow)`
-    ${selectMetadata}
+    ${selectMetadata(now)}
     WHERE k.employer_id = ${employerId}
       ${after ? sql.fragment`AND (k.created_at, k.id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
     ORDER BY k.created_at DESC, k.id DESC LIMIT ${limit + 1}`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
-  return { keys: page.map((row) => toMetadata(row, now)), next };
+  return { keys: page.map(toMetadata), next };
 }
 
 /** One key of the employer; 404 for a key of another employer, exactly as for no key at all. */
 export async function getApiKey(pool: DatabasePool, employerId: string, keyId: string, now: number): Promise<ApiKeyMetadata> {
-  const row = await pool.maybeOne(sql.type(metadataRow)`${selectMetadata} WHERE k.employer_id = ${employerId} AND k.id = ${keyId}`);
+  const row = await pool.maybeOne(sql.type(metadataRow)`${selectMetadata(now)} WHERE k.employer_id = ${employerId} AND k.id = ${keyId}`);
   if (!row) throw notFound('API key');
-  return toMetadata(row, now);
+  return toMetadata(row);
 }
 
+
+const activeKeyRow = z.object({ id: z.string(), name: z.string(), expires_at: z.string().nullable(), created_at: z.string(), last_used_at: z.string().nullable() });
+
+/** The employer's keys active at `now` with their last use (the monthly inventory review). */
+export async function activeKeysOf(db: CommonQueryMethods, employerId: string, now: Date) {
+  return db.any(sql.type(activeKeyRow)`
+    SELECT k.id, k.name, k.expires_at, k.created_at, u.last_used_at
+    FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id
+    WHERE k.employer_id = ${employerId} AND ${activeApiKey(now.toISOString())}
+    ORDER BY k.created_at, k.id`);
+}
 
 const keyRow = z.object({
   id: z.string(),

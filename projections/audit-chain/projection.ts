@@ -1,13 +1,12 @@
-// Seals each employer's events into the audit hash chain (src/audit/chain.ts) in commit order, beside
+// Seals each employer's events into the audit hash chain (./chain.ts) in commit order, beside
 // the append path: appends never wait for it (not awaited by commands). A checkpoint of an employer's
 // head is signed at the event that makes 1,000 (AUDIT_CHECKPOINT_EVERY_EVENTS) sealed since its last
 // one; the 10-minute job (signDueCheckpoints) signs the rest. Not rebuildable: recomputing the chain
 // from the events as they are now would launder any change made to them since they were sealed.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { chainHash, GENESIS_HASH, sealedFieldsOf, signCheckpoint, type SignedCheckpoint } from '../../src/audit/chain.ts';
-import type { AuditSigner } from '../../src/audit/signing-key.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
+import { chainHash, GENESIS_HASH, sealedFieldsOf, signCheckpoint, type CheckpointSigner, type SignedCheckpoint } from './chain.ts';
 
 export const AUDIT_CHAIN_PROJECTION = 'audit-chain';
 /**
@@ -21,7 +20,7 @@ const headRow = z.object({ employer_id: z.string(), seq: z.bigint(), hash: z.str
 type Head = { employer_id: string; seq: number; hash: string; checkpointed_seq: number };
 const headOf = (row: z.infer<typeof headRow>): Head => ({ ...row, seq: Number(row.seq), checkpointed_seq: Number(row.checkpointed_seq) });
 
-export function auditChainProjection(deps: { signer: AuditSigner; checkpointEveryEvents: number }): Projection {
+export function auditChainProjection(deps: { signer: CheckpointSigner; checkpointEveryEvents: number }): Projection {
   return {
     name: AUDIT_CHAIN_PROJECTION,
     tables: ['audit_chain', 'audit_chain_heads', 'audit_checkpoints'],
@@ -93,7 +92,7 @@ async function insertCheckpoints(db: CommonQueryMethods, checkpoints: SignedChec
  * Signs a checkpoint of every employer head with events sealed since its last checkpoint (the
  * 10-minute job; also what `events verify` suggests when the tail is unsigned). Returns how many.
  */
-export async function signDueCheckpoints(db: CommonQueryMethods, signer: AuditSigner): Promise<number> {
+export async function signDueCheckpoints(db: CommonQueryMethods, signer: CheckpointSigner): Promise<number> {
   const due = (await db.any(sql.type(headRow)`SELECT employer_id, seq, hash, checkpointed_seq FROM audit_chain_heads WHERE seq > checkpointed_seq`)).map(headOf);
   const signedAt = new Date().toISOString();
   await insertCheckpoints(db, due.map((head) => signCheckpoint(signer.privateKey, { employerId: head.employer_id, seq: head.seq, headHash: head.hash, signedAt })));

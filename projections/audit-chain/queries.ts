@@ -2,7 +2,7 @@
 // replay, `events verify` and the tests.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { SignedCheckpoint } from '../../src/audit/chain.ts';
+import type { SignedCheckpoint } from './chain.ts';
 
 export type Seal = { seq: number; prevHash: string; hash: string };
 

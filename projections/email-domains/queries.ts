@@ -1,8 +1,7 @@
 // Domain claims as domain management shows them, and the holders of verified domains.
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { verificationRecord } from '../../src/email-domains/domain-name.ts';
-import { VERIFICATION_METHODS } from '../../src/email-domains/events.ts';
+import { VERIFICATION_METHODS, verificationRecord } from '../../src/email-domains/events.ts';
 import { notFound } from '../../src/http/errors.ts';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
 

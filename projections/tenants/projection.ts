@@ -6,9 +6,8 @@ import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { dataKeys } from '../../src/crypto/personal-data.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
-import type { EmployerCreated, UserEmail, UserEvent, UserProfile, UserRegistered } from '../../src/tenants/events.ts';
-import { erasedProfile, openProfileFields } from '../../src/tenants/personal.ts';
-import { registeredUserRow, scimEmails, workEmail } from './rows.ts';
+import { openProfileFields, type EmployerCreated, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
+import { erasedProfile, registeredUserRow, scimEmails, workEmail } from './rows.ts';
 
 type Keys = Map<string, KeyObject | null>;
 

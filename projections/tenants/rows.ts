@@ -1,5 +1,6 @@
 // Rows of the `users` read model as the tenants projection writes them.
-import type { RegisteredUser, UserEmail } from '../../src/tenants/events.ts';
+import { ERASED } from '../../src/crypto/personal-data.ts';
+import type { RegisteredUser, UserEmail, UserProfile } from '../../src/tenants/events.ts';
 
 /**
  * The `users` row a registration makes. SCIM answers a POST with it too, rather than reading back what
@@ -21,4 +22,12 @@ export function scimEmails(emails: UserEmail[] | undefined, email: string): User
 
 export function workEmail(emails: UserEmail[] | undefined, email: string): string | null {
   return scimEmails(emails, email).find((entry) => entry.type?.toLowerCase() === 'work')?.value ?? null;
+}
+
+/**
+ * What the read model keeps of a user whose data key is destroyed. The address is made unique per
+ * user, since addresses are unique among users not deleted (the `users_by_email` index).
+ */
+export function erasedProfile(userId: string): UserProfile {
+  return { email: `${ERASED}:${userId}`, userName: ERASED, givenName: null, familyName: null, displayName: null, externalId: null, emails: [] };
 }

@@ -3,11 +3,11 @@
 // signs. `events verify` runs scripts/verify-audit-chain.mjs's verifyChain over the same records.
 import { setTimeout as delay } from 'node:timers/promises';
 import { checkpointsAt, sealsOfEvents } from '../../projections/audit-chain/queries.ts';
+import { sealedFieldsOf } from '../../projections/audit-chain/chain.ts';
 import { AUDIT_CHAIN_PROJECTION } from '../../projections/audit-chain/projection.ts';
 import { readCheckpoint } from '../../projections/runner.ts';
 import type { AppContext } from '../app-context.ts';
 import { comparePositions, formatPosition, START, type Position, type RecordedEvent } from '../event-store/port.ts';
-import { sealedFieldsOf } from './chain.ts';
 
 const REPLAY_PAGE = 1000;
 /** How long the CLI waits for sealing to reach the newest event before it replays or verifies. */

@@ -3,7 +3,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { readOrCreateKeyFile } from '../crypto/encryption-key.ts';
-import { keyIdOf } from './chain.ts';
+import { keyIdOf } from '../crypto/key-id.ts';
 
 export type AuditSigner = { privateKey: KeyObject; publicKey: KeyObject; keyId: string };
 

@@ -7,9 +7,9 @@ import { employerOf, handleCommands, type CommandContext } from '../event-store/
 import { DomainError, fold } from '../event-store/decider.ts';
 import { countOtherDomainClaims, domainsVerifiedByOthers } from '../../projections/email-domains/queries.ts';
 import { domainClaimDecider, domainClaimStream, noDomainClaim, type DomainClaimCommand } from './domain-claim.ts';
-import { domainOfEmail, newVerificationToken, verificationRecord } from './domain-name.ts';
+import { domainOfEmail, newVerificationToken } from './domain-name.ts';
 import { domainReservationCommand } from './domain-reservation.ts';
-import type { EmailDomainClaimEvent } from './events.ts';
+import { verificationRecord, type EmailDomainClaimEvent } from './events.ts';
 import type { TxtLookup } from './dns-verification.ts';
 import { employerStream } from '../tenants/employer.ts';
 

@@ -5,8 +5,7 @@
 // written in the same append as the verification and the withdrawal.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-import type { EmailDomainClaimEvent } from './events.ts';
-import { verificationRecord } from './domain-name.ts';
+import { verificationRecord, type EmailDomainClaimEvent } from './events.ts';
 
 export type DomainClaimCommand =
   | { type: 'ClaimDomain'; domain: string; verificationToken: string; now: string }

@@ -1,4 +1,4 @@
-// Domain names as claims name them, and the DNS record that proves a claim. A name is compared in its
+// Domain names as claims name them, and the token of the DNS record that proves a claim. A name is compared in its
 // ASCII form (IDNA/UTS #46: lower case, full-width and other compatibility forms mapped, Unicode
 // labels as punycode), so no spelling of an address slips past a claim on its domain. A claim covers
 // its domain exactly: subdomains are claimed on their own.
@@ -25,9 +25,4 @@ export function domainOfEmail(email: string): string | null {
 
 export function newVerificationToken(): string {
   return randomBytes(24).toString('base64url');
-}
-
-/** The TXT record an employer publishes to prove it controls `domain`. */
-export function verificationRecord(domain: string, token: string) {
-  return { name: `_employer-integrations.${domain}`, type: 'TXT' as const, value: `ei-verification=${token}` };
 }

@@ -11,10 +11,15 @@ const domain = z.string().max(253);
 
 const emailDomainClaimed = eventSchema('EmailDomainClaimed', z.object({
   domain,
-  /** Published by the employer as the TXT record `ei-verification=<token>` (domain-name.ts). */
+  /** Published by the employer in the TXT record that proves the claim (verificationRecord). */
   verificationToken: z.string(),
   claimedAt: z.string(),
 }));
+/** The TXT record an employer publishes to prove it controls `domain`: its claim's verification token. */
+export function verificationRecord(domain: string, token: string) {
+  return { name: `_employer-integrations.${domain}`, type: 'TXT' as const, value: `ei-verification=${token}` };
+}
+
 const emailDomainVerified = eventSchema('EmailDomainVerified', z.object({ domain, method: z.enum(VERIFICATION_METHODS), verifiedAt: z.string() }));
 const emailDomainClaimWithdrawn = eventSchema('EmailDomainClaimWithdrawn', z.object({ domain, withdrawnAt: z.string() }));
 

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import PDFDocument from 'pdfkit';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { activeApiKey } from '../../projections/api-keys/queries.ts';
 import { countPatients, rosterPages, type RosterPatient } from './roster.ts';
 
 const MARGIN = 40;
@@ -25,7 +26,7 @@ async function reportHeader(pool: CommonQueryMethods, employerId: string) {
   const row = await pool.one(sql.type(counts)`
     SELECT name,
       (SELECT count(*)::int FROM cohorts WHERE employer_id = ${employerId}) AS cohorts,
-      (SELECT count(*)::int FROM api_keys WHERE employer_id = ${employerId} AND revoked_at IS NULL AND NOT suspended AND (expires_at IS NULL OR expires_at > now())) AS active_keys,
+      (SELECT count(*)::int FROM api_keys k WHERE k.employer_id = ${employerId} AND ${activeApiKey(sql.fragment`now()`)}) AS active_keys,
       (SELECT count(*)::int FROM webhook_subscriptions WHERE employer_id = ${employerId} AND status = 'active') AS webhooks
     FROM employers WHERE id = ${employerId}`);
   return { ...row, patients: await countPatients(pool, employerId) };

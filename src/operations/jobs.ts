@@ -6,7 +6,9 @@ import type { AppContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
-import { activeKeysOf, allEmployerIds, ipRejectionsBetween } from './queries.ts';
+import { activeKeysOf } from '../../projections/api-keys/queries.ts';
+import { allEmployerIds } from '../../projections/tenants/queries.ts';
+import { ipRejectionsBetween } from './queries.ts';
 import { recordOnceDecider } from './record-once.ts';
 
 const HOUR_MS = 3_600_000;

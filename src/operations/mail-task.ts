@@ -6,7 +6,7 @@ import type { AppContext } from '../app-context.ts';
 import type { EventJobPayload } from '../worker/dispatcher.ts';
 import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
 import { inventoryReviewData, ipRejectionAlertData } from './events.ts';
-import { adminEmailsOf } from './queries.ts';
+import { adminEmailsOf } from '../../projections/tenants/queries.ts';
 
 export const MAIL_TASK = 'operations-mail';
 

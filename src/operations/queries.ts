@@ -1,5 +1,5 @@
-// What the operational jobs read: allowlist rejections (operational table), the api_keys and users
-// read models. Every query names its employer, or groups by employer.
+// What the hourly alerts read of the allowlist rejections (an operational table the API-key pipeline
+// writes, src/api-keys/usage-recorder.ts), with each key's name. Grouped by employer.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 
@@ -13,26 +13,4 @@ export async function ipRejectionsBetween(db: CommonQueryMethods, from: Date, to
     WHERE r.minute >= ${from.toISOString()}::timestamptz AND r.minute < ${to.toISOString()}::timestamptz
     GROUP BY r.employer_id, r.key_id, k.name, r.ip
     ORDER BY r.employer_id, rejections DESC, r.key_id, r.ip`);
-}
-
-const keyRow = z.object({ id: z.string(), name: z.string(), expires_at: z.string().nullable(), created_at: z.string(), last_used_at: z.string().nullable() });
-
-/** The employer's active keys (not revoked, not suspended, not expired at `now`) with their last use. */
-export async function activeKeysOf(db: CommonQueryMethods, employerId: string, now: Date) {
-  return db.any(sql.type(keyRow)`
-    SELECT k.id, k.name, k.expires_at, k.created_at, u.last_used_at
-    FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id
-    WHERE k.employer_id = ${employerId} AND k.revoked_at IS NULL AND NOT k.suspended
-      AND (k.expires_at IS NULL OR k.expires_at > ${now.toISOString()}::timestamptz)
-    ORDER BY k.created_at, k.id`);
-}
-
-export async function allEmployerIds(db: CommonQueryMethods): Promise<readonly string[]> {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM employers ORDER BY id`);
-}
-
-/** E-mail addresses of the employer's active admins. */
-export async function adminEmailsOf(db: CommonQueryMethods, employerId: string): Promise<readonly string[]> {
-  return db.anyFirst(sql.type(z.object({ email: z.string() }))`
-    SELECT email FROM users WHERE employer_id = ${employerId} AND role = 'EMPLOYER_ADMIN' AND active ORDER BY email`);
 }

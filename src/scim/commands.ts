@@ -3,7 +3,7 @@
 // employer's, so an id of another employer is simply absent (404). Domain errors become SCIM errors.
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
-import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/scim-groups/queries.ts';
+import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/tenants/queries.ts';
 import { registeredUserRow, scimEmails } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';

@@ -1,7 +1,9 @@
-// The SCIM representation of the read-model rows SCIM reads (projections/scim-groups/queries.ts), and
-// the SCIM attribute paths a filter may name, mapped to the columns of those queries (aliases `u`, `g`).
+// The SCIM representation of the read-model rows SCIM reads (users: projections/tenants/queries.ts,
+// groups: projections/scim-groups/queries.ts), and the SCIM attribute paths a filter may name, mapped
+// to the columns of those queries (aliases `u`, `g`).
 import { sql } from 'slonik';
-import type { ScimGroupMemberRow, ScimGroupRow, ScimUserRow } from '../../projections/scim-groups/queries.ts';
+import type { ScimGroupMemberRow, ScimGroupRow } from '../../projections/scim-groups/queries.ts';
+import type { ScimUserRow } from '../../projections/tenants/queries.ts';
 import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
 import type { ScimAttributeMap } from './filter.ts';
 

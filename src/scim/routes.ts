@@ -25,16 +25,9 @@ import {
 import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse, SCIM_MAX_RESULTS } from './discovery.ts';
 import { ScimError, toScimErrorBody, type ScimErrorType } from './errors.ts';
 import { applyGroupPatch, applyUserPatch, scimPatchRequestSchema } from './patch.ts';
-import {
-  findScimGroup,
-  findScimUser,
-  groupMembers,
-  listScimGroups,
-  listScimUsers,
-  type ListQuery,
-  type ScimGroupRow,
-  type ScimUserRow,
-} from '../../projections/scim-groups/queries.ts';
+import type { ListQuery } from '../../projections/scim-list-page.ts';
+import { findScimGroup, groupMembers, listScimGroups, type ScimGroupRow } from '../../projections/scim-groups/queries.ts';
+import { findScimUser, listScimUsers, type ScimUserRow } from '../../projections/tenants/queries.ts';
 import { scimFilterToSql, type ScimAttributeMap } from './filter.ts';
 import type { ScimRateLimiter } from './rate-limit.ts';
 import { createScimWriter } from './read-your-writes.ts';

@@ -4,7 +4,6 @@
 // an administrator confirms them in a session (SsoTrustChangeProposed, ...Confirmed, ...Discarded).
 import { z } from 'zod';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
-import { SAML_FAILURE_REASONS } from './saml-checks.ts';
 
 const ssoSettings = z.object({
   samlEnabled: z.boolean(),
@@ -71,6 +70,29 @@ export const DEFAULT_SSO_SETTINGS: SsoSettings = {
   scimEnabled: false,
 };
 
+/** Why a SAML response was refused (src/sso/saml-checks.ts, saml.ts). */
+const SAML_FAILURE_REASONS = [
+  'MALFORMED',
+  'IDP_STATUS_ERROR',
+  'UNSIGNED',
+  'SIGNATURE_INVALID',
+  'SHA1_REFUSED',
+  'ALGORITHM_REFUSED',
+  'MULTIPLE_ASSERTIONS',
+  'ISSUER_MISMATCH',
+  'AUDIENCE_MISMATCH',
+  'DESTINATION_MISMATCH',
+  'RECIPIENT_MISMATCH',
+  'EXPIRED',
+  'NOT_YET_VALID',
+  'UNKNOWN_IN_RESPONSE_TO',
+  'REPLAYED',
+  'EMAIL_MISSING',
+] as const;
+
+export type SamlFailureReason = (typeof SAML_FAILURE_REASONS)[number];
+
+/** Why a SAML login was refused: the response, or what the service found of the user it names. */
 export const SAML_LOGIN_FAILURE_REASONS = [...SAML_FAILURE_REASONS, 'SAML_NOT_ENABLED', 'USER_DEACTIVATED', 'EMAIL_IN_OTHER_EMPLOYER'] as const;
 export type SamlLoginFailureReason = (typeof SAML_LOGIN_FAILURE_REASONS)[number];
 

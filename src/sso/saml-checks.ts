@@ -3,27 +3,7 @@
 // reason, the assertion bytes node-saml verified for everything that is then trusted.
 import { DOMParser, onErrorStopParsing } from '@xmldom/xmldom';
 import type { Document, Element } from '@xmldom/xmldom';
-
-export const SAML_FAILURE_REASONS = [
-  'MALFORMED',
-  'IDP_STATUS_ERROR',
-  'UNSIGNED',
-  'SIGNATURE_INVALID',
-  'SHA1_REFUSED',
-  'ALGORITHM_REFUSED',
-  'MULTIPLE_ASSERTIONS',
-  'ISSUER_MISMATCH',
-  'AUDIENCE_MISMATCH',
-  'DESTINATION_MISMATCH',
-  'RECIPIENT_MISMATCH',
-  'EXPIRED',
-  'NOT_YET_VALID',
-  'UNKNOWN_IN_RESPONSE_TO',
-  'REPLAYED',
-  'EMAIL_MISSING',
-] as const;
-
-export type SamlFailureReason = (typeof SAML_FAILURE_REASONS)[number];
+import type { SamlFailureReason } from './events.ts';
 
 /** A refused SAML response: `reason` is for code and audit records, `message` for people. */
 export class SamlValidationError extends Error {

@@ -7,7 +7,7 @@ import type { Task } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
 import type { Actor, RecordedEvent } from '../event-store/port.ts';
 import type { EventJobPayload } from '../worker/dispatcher.ts';
-import { adminEmailsOf } from '../operations/queries.ts';
+import { adminEmailsOf } from '../../projections/tenants/queries.ts';
 import type { SamlTrustChanges, SsoConfigurationEvent } from './events.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 

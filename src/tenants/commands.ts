@@ -15,8 +15,7 @@ import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
-import type { ProfileField, RegisteredUser, UserEvent, UserProfile, UserSource } from './events.ts';
-import { openProfile, sealProfileFields } from './personal.ts';
+import { openProfile, sealProfileFields, type ProfileField, type RegisteredUser, type UserEvent, type UserProfile, type UserSource } from './events.ts';
 import { profileChanges, userDecider, userStream, type UserState } from './user.ts';
 
 /** The tenants' user commands seal personal data: they need the data keys' table and ENCRYPTION_KEY. */

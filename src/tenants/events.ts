@@ -1,13 +1,15 @@
 // Events of employers (src/tenants/employer.ts), users (src/tenants/user.ts) and e-mail reservations
 // (src/tenants/email-reservation.ts). The tenants read model (projections/tenants/) applies the first two.
+import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { ROLES } from '../auth/principal.ts';
+import { openPersonal, sealPersonal } from '../crypto/personal-data.ts';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 const employerCreated = eventSchema('EmployerCreated', z.object({ employerId: z.string(), name: z.string(), createdAt: z.string() }));
 
 /** One SCIM e-mail of a user (RFC 7643 `emails`); `email` below is the one the user signs in with. */
-const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
+export const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
 export type UserEmail = z.infer<typeof userEmail>;
 
 const userProfile = z.object({
@@ -31,8 +33,8 @@ export type ProfileField = (typeof PROFILE_FIELDS)[number];
 /**
  * A user's personal fields as an event carries them: `sealed` under the user's data key (AES-256-GCM,
  * src/crypto/personal-data.ts, associated data `userSealContext`), or `clear` in events written before
- * users' data was sealed (version 1, upcast). Only ids, role, active flag, source and field names stay
- * outside.
+ * users' data was sealed (version 1, upcast): sealed when written (sealProfileFields), opened when
+ * read (openProfileFields). Only ids, role, active flag, source and field names stay outside.
  */
 const personalFields = <Shape extends z.ZodType>(shape: Shape) =>
   z.union([z.object({ sealed: z.string().max(100_000) }), z.object({ clear: shape })]);
@@ -41,7 +43,21 @@ const sealedChanges = personalFields(userProfile.partial());
 export type PersonalFields = z.infer<typeof sealedProfile> | z.infer<typeof sealedChanges>;
 
 /** Where a user's sealed fields belong: the associated data they are sealed with, so they open nowhere else. */
-export const userSealContext = (employerId: string, userId: string) => `${employerId}/User/${userId}`;
+const userSealContext = (employerId: string, userId: string) => `${employerId}/User/${userId}`;
+
+export function sealProfileFields(fields: Partial<UserProfile>, key: KeyObject, employerId: string, userId: string): string {
+  return sealPersonal(fields, key, userSealContext(employerId, userId));
+}
+
+/** The fields an event carries; PersonalDataErasedError when they are sealed and the key is gone. */
+export function openProfileFields<Fields extends Partial<UserProfile>>(personal: PersonalFields, key: KeyObject | null | undefined, employerId: string, userId: string): Fields {
+  return ('clear' in personal ? personal.clear : openPersonal(personal.sealed, key, userSealContext(employerId, userId))) as Fields;
+}
+
+/** The user's current profile: its registration's fields with every change applied in order. */
+export function openProfile(personal: readonly PersonalFields[], key: KeyObject | null | undefined, employerId: string, userId: string): UserProfile {
+  return personal.reduce<UserProfile>((profile, fields) => ({ ...profile, ...openProfileFields(fields, key, employerId, userId) }), {} as UserProfile);
+}
 
 const userRegistered = eventSchema('UserRegistered', z.object({
   userId: z.string(),

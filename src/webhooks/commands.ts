@@ -7,8 +7,8 @@ import { employerOf, handleCommand, type CommandContext } from '../event-store/c
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
 import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
+import { findDeliveryStatus } from './delivery-log.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { findDeliveryStatus } from '../../projections/webhooks/queries.ts';
 import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
 import { generateSigningSecret } from './signing.ts';
 import type { WebhookSettings, WebhookStatus } from './events.ts';

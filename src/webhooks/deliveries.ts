@@ -1,11 +1,12 @@
-// The delivery state machine and log in SQL. A delivery is pending until an attempt succeeds, its
-// last retry fails (failed), or its subscription stops (cancelled). Jobs only say "try attempt n of
-// delivery d": each attempt is claimed on the row first, so a stale or duplicate job does nothing.
+// The delivery state machine and log in SQL (the routes read the log through ./delivery-log.ts). A
+// delivery is pending until an attempt succeeds, its last retry fails (failed), or its subscription
+// stops (cancelled). Jobs only say "try attempt n of delivery d": each attempt is claimed on the row
+// first, so a stale or duplicate job does nothing.
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../../projections/webhooks/rows.ts';
 import { handOverOldestTickets } from '../worker/admission.ts';
 import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './events.ts';
 import type { WebhookAttemptResult } from './send.ts';
 
 export const DELIVER_TASK = 'webhook_deliver';

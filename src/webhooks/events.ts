@@ -5,6 +5,13 @@ import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 export type WebhookStatus = 'active' | 'inactive';
 
+/**
+ * The statuses of a delivery in the delivery log (./deliveries.ts): WebhookDeliveryExhausted records
+ * one that ended `failed`, and the subscription read model shows its last delivery's status.
+ */
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
 const webhookSettings = z.object({ url: z.string(), events: z.array(z.string()), description: z.string().nullable(), maxFailures: z.number().int() });
 export type WebhookSettings = z.infer<typeof webhookSettings>;
 

@@ -1,10 +1,10 @@
-// The service's sealing (src/audit/chain.ts, canonicalize package) and the standalone verifier
+// The service's sealing (projections/audit-chain/chain.ts, canonicalize package) and the standalone verifier
 // (scripts/verify-audit-chain.mjs, its own RFC 8785 code) must agree on every JSON value, or an
 // auditor's offline check would refuse a sound chain.
 import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, chainHash, GENESIS_HASH, signCheckpoint, checkpointSignatureHolds } from '../../src/audit/chain.ts';
+import { canonicalJson, chainHash, GENESIS_HASH, signCheckpoint, checkpointSignatureHolds } from '../../projections/audit-chain/chain.ts';
 import * as standalone from '../../scripts/verify-audit-chain.mjs';
 
 // JSON as Postgres jsonb hands it back: finite numbers, any strings (astral characters and lone

@@ -160,7 +160,7 @@ describe('audit chain tamper evidence', () => {
     // Whoever changed it recomputes the whole chain after it, but cannot sign a checkpoint.
     const { text } = await replayFile(employerId);
     let head = '0'.repeat(64);
-    const { chainHash } = await import('../../src/audit/chain.ts');
+    const { chainHash } = await import('../../projections/audit-chain/chain.ts');
     for (const record of text.trim().split('\n').map((line) => JSON.parse(line)).filter((line) => line.eventId)) {
       const hash = chainHash(head, { eventId: record.eventId, streamName: record.streamName, streamRevision: record.streamRevision, type: record.type, recordedAt: record.recordedAt, metadata: record.metadata, data: record.data });
       await superuser.query('UPDATE audit_chain SET prev_hash = $1, hash = $2 WHERE event_id = $3', [head, hash, record.eventId]);

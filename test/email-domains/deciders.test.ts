@@ -3,9 +3,9 @@
 // employer holds with the very refusal of a taken address.
 import { describe, expect, it } from 'vitest';
 import { domainClaimDecider } from '../../src/email-domains/domain-claim.ts';
-import { domainOfEmail, normalizeDomain, verificationRecord } from '../../src/email-domains/domain-name.ts';
+import { domainOfEmail, normalizeDomain } from '../../src/email-domains/domain-name.ts';
 import { domainReservationDecider } from '../../src/email-domains/domain-reservation.ts';
-import type { EmailDomainClaimEvent, EmailDomainReservationEvent } from '../../src/email-domains/events.ts';
+import { verificationRecord, type EmailDomainClaimEvent, type EmailDomainReservationEvent } from '../../src/email-domains/events.ts';
 import { EMAIL_UNAVAILABLE_MESSAGE, emailReservationDecider } from '../../src/tenants/email-reservation.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { deciderSpec } from '../support/decider.ts';

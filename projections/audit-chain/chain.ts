@@ -5,7 +5,8 @@
 // the same algorithm without importing this file; test/audit/chain.test.ts holds the two equal.
 import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { RecordedEvent } from '../event-store/port.ts';
+import { keyIdOf } from '../../src/crypto/key-id.ts';
+import type { RecordedEvent } from '../../src/event-store/port.ts';
 
 /** prev_hash of the first event of every chain. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -37,17 +38,15 @@ export function chainHash(prevHash: string, event: SealedEvent): string {
   return createHash('sha256').update(Buffer.from(prevHash, 'hex')).update(canonicalJson(event), 'utf8').digest('hex');
 }
 
+/** What signs checkpoints: the private half of the audit signing key (AUDIT_SIGNING_KEY). */
+export type CheckpointSigner = { privateKey: KeyObject };
+
 export type CheckpointClaim = { employerId: string; seq: number; headHash: string; signedAt: string };
 export type SignedCheckpoint = CheckpointClaim & { keyId: string; signature: string };
 
 /** What is signed: the UTF-8 of the claim's canonical JSON. */
 function checkpointBytes(claim: CheckpointClaim): Buffer {
   return Buffer.from(canonicalJson({ employerId: claim.employerId, seq: claim.seq, headHash: claim.headHash, signedAt: claim.signedAt }), 'utf8');
-}
-
-/** hex SHA-256 of the public key's SPKI DER. */
-export function keyIdOf(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
 }
 
 export function signCheckpoint(privateKey: KeyObject, claim: CheckpointClaim): SignedCheckpoint {
