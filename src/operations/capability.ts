@@ -3,13 +3,9 @@
 import type { Capability } from '../capability.ts';
 import { operationsAuditMappers } from './audit.ts';
 import { operationsEvents } from './events.ts';
-import { runIntegrationAlerts, runInventoryReview } from './jobs.ts';
-import { MAIL_TASK, mailTask } from './mail-task.ts';
 import { createMailer } from './mailer.ts';
 import { cronRoutes } from './routes.ts';
-
-const ALERTS_TASK = 'integration-alerts';
-const REVIEW_TASK = 'api-key-inventory-review';
+import { ALERTS_TASK, MAIL_TASK, operationsTasks, REVIEW_TASK } from './tasks.ts';
 
 export const operationsCapability: Capability = {
   name: 'operations',
@@ -17,11 +13,7 @@ export const operationsCapability: Capability = {
   routes: [cronRoutes()],
   auditMappers: operationsAuditMappers,
   consumers: [{ name: 'operations-mail', eventTypes: ['IntegrationAlertRaised', 'ApiKeyInventoryReviewed'], task: MAIL_TASK }],
-  tasks: (ctx) => ({
-    [ALERTS_TASK]: async () => void ctx.logger.info(await runIntegrationAlerts(ctx, new Date()), 'integration alerts run'),
-    [REVIEW_TASK]: async () => void ctx.logger.info(await runInventoryReview(ctx, new Date()), 'API key inventory review run'),
-    [MAIL_TASK]: mailTask(ctx),
-  }),
+  tasks: operationsTasks,
   crontab: [`0 * * * * ${ALERTS_TASK}`, `0 0 1 * * ${REVIEW_TASK}`],
   setup: async (ctx) => {
     const mailer = createMailer(ctx.config, ctx.logger);

@@ -4,13 +4,10 @@ import { ssoAuditMappers } from './audit.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
 import { DEFAULT_SAML_CALLBACK_LIMIT, installSamlRuntime } from './saml-flow.ts';
-import { summariseSamlRefusals } from './saml-refusals.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
 import { createScimTokenCache } from './scim-token.ts';
 import { SSO_CONFIGURATION_EVENT_TYPES, ssoEvents } from './events.ts';
-import { SSO_TRUST_MAIL_TASK, trustMailTask } from './trust-mail.ts';
-
-const REFUSAL_SUMMARIES_TASK = 'saml-refusal-summaries';
+import { REFUSAL_SUMMARIES_TASK, SSO_TRUST_MAIL_TASK, ssoTasks } from './tasks.ts';
 
 export type SsoCapabilityOptions = {
   /** Tests only: a CA to trust when fetching IdP metadata (a local HTTPS server with a self-signed certificate). */
@@ -32,13 +29,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
       ctx.shutdownHooks.push(async () => scimTokens.stop());
       installSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
     },
-    tasks: (ctx) => ({
-      [REFUSAL_SUMMARIES_TASK]: async () => {
-        const summary = await summariseSamlRefusals(ctx, new Date());
-        if (summary.minutes.length > 0) ctx.logger.info(summary, 'SAML refusals recorded');
-      },
-      [SSO_TRUST_MAIL_TASK]: trustMailTask(ctx),
-    }),
+    tasks: ssoTasks,
     crontab: [`* * * * * ${REFUSAL_SUMMARIES_TASK}`],
     projections: [ssoProjection],
     // Every change of SAML trust is e-mailed to the employer's administrators (the task skips other updates).
