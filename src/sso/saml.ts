@@ -46,7 +46,7 @@ import {
 import type { SamlFailureReason } from './saml-checks.ts';
 import { EMAIL_MAX, SAML_RESPONSE_MAX, SAML_RESPONSE_XML_MAX_BYTES, SAML_XML_ATTRIBUTES_MAX, SAML_XML_DEPTH_MAX, SAML_XML_ELEMENTS_MAX } from '../http/limits.ts';
 
-export { SAML_FAILURE_REASONS, SamlValidationError } from './saml-checks.ts';
+export { SamlValidationError } from './saml-checks.ts';
 export type { SamlFailureReason } from './saml-checks.ts';
 
 export const EMAIL_NAME_ID_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
