@@ -3,7 +3,8 @@ import type { Capability } from '../capability.ts';
 import { apiKeyAuditMappers } from './audit.ts';
 import { installApiKeyPipeline } from './pipeline.ts';
 import type { Clock } from './rate-limiter.ts';
-import { apiKeyRoutes } from './routes.ts';
+import { apiKeyRoutes } from './routes/key.ts';
+import { apiKeyCollectionRoutes } from './routes/keys.ts';
 import { apiKeyEvents } from './events.ts';
 
 /** `clock` (epoch ms) decides expiry, rate-limit windows and timestamps; tests pass a controllable one. */
@@ -12,7 +13,7 @@ export function createApiKeysCapability(options: { clock?: Clock } = {}): Capabi
   return {
     name: 'api-keys',
     events: apiKeyEvents,
-    routes: [apiKeyRoutes(clock)],
+    routes: [apiKeyCollectionRoutes(clock), apiKeyRoutes(clock)],
     projections: [apiKeysProjection],
     auditMappers: apiKeyAuditMappers,
     setup: async (ctx) => void (await installApiKeyPipeline(ctx, clock)),

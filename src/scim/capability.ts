@@ -3,7 +3,7 @@ import { scimGroupsProjection } from '../../projections/scim-groups/projection.t
 import type { Capability } from '../capability.ts';
 import { scimAuditMappers } from './audit.ts';
 import { createScimRateLimiter, type Clock, type ScimRateLimits } from './rate-limit.ts';
-import { scimRoutes } from './routes.ts';
+import { scimRoutes } from './routes/plugin.ts';
 import { groupEvents } from './events.ts';
 
 /** Limits and clock are options so that tests can freeze time and benchmarks can lift the limits. */

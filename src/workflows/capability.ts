@@ -6,14 +6,17 @@ import { findPlatformToken } from '../../projections/workflows/queries.ts';
 import type { Capability } from '../capability.ts';
 import { workflowAuditMappers } from './audit.ts';
 import { workflowEvents } from './events.ts';
-import { platformRoutes } from './platform-routes.ts';
-import { workflowRoutes } from './routes.ts';
+import { authorizationRoutes } from './routes/authorizations.ts';
+import { invoiceRoutes } from './routes/invoices.ts';
+import { platformRoutes } from './routes/platform.ts';
+import { simulationRoutes } from './routes/simulations.ts';
+import { taperingProposalRoutes } from './routes/tapering-proposals.ts';
 import { SIMULATE_TASK, workflowTasks } from './tasks.ts';
 
 export const workflowsCapability: Capability = {
   name: 'workflows',
   events: workflowEvents,
-  routes: [workflowRoutes(), platformRoutes()],
+  routes: [authorizationRoutes(), taperingProposalRoutes(), simulationRoutes(), invoiceRoutes(), platformRoutes()],
   projections: [workflowsProjection],
   auditMappers: workflowAuditMappers,
   consumers: [{ name: 'workflows-simulate', eventTypes: ['SimulationRequested'], task: SIMULATE_TASK }],
