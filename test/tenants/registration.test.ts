@@ -99,7 +99,7 @@ describe('user registration and e-mail changes', () => {
     expect(released).toMatchObject({ type: 'EmailReleased', data: { userId } });
     expect(released!.position.commit).toBe(deleted!.position.commit);
     expect(position).not.toBeNull();
-    await expect(changeProfile(context, employerId, userId, { givenName: 'Late' })).rejects.toMatchObject({ status: 404 });
+    await expect(changeProfile(context, employerId, userId, { givenName: 'Late' })).rejects.toMatchObject({ kind: 'not_found' });
     await expect(employer().register(email)).resolves.toMatchObject({ position: expect.anything() });
   });
 });
