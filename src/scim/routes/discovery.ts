@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { URL_MAX } from '../../http/limits.ts';
 import { buildResourceTypes, buildSchemas, buildServiceProviderConfig, scimListResponse } from '../discovery.ts';
 import { ScimError } from '../errors.ts';
-import { send, type ScimRoutes } from './scim-route.ts';
+import { send, type ScimRouting } from './scim-route.ts';
 
 /** ResourceTypes and Schemas are named by id or schema URN. */
 const discoveryParams = z.object({ id: z.string().max(URL_MAX) });
 
-export function discoveryRoutes({ route, baseUrl }: ScimRoutes): void {
+export function discoveryRoutes({ route, baseUrl }: ScimRouting): void {
   route({
     method: 'GET',
     url: '/ServiceProviderConfig',

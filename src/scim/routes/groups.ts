@@ -18,12 +18,12 @@ import {
   selectionQuery,
   send,
   type AttributeSelection,
-  type ScimRoutes,
+  type ScimRouting,
 } from './scim-route.ts';
 
 const groupParams = z.object({ groupId: z.string().min(1).max(ID_MAX) });
 
-export function groupRoutes({ ctx, writer, baseUrl, route }: ScimRoutes): void {
+export function groupRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
   const wantsMembers = (selection: AttributeSelection) => 'members' in selectAttributes({ members: [] }, selection);
   const groupResources = async (caller: ScimCaller, rows: ScimGroupRow[], selection: AttributeSelection) => {
     const members = wantsMembers(selection) ? await groupMembers(ctx.db.slonik, caller.employerId, rows.map((row) => row.id)) : null;

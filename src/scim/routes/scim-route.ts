@@ -49,7 +49,7 @@ type ScimRouteDefinition<Body extends z.ZodType | undefined, Params extends z.Zo
   Omit<RouteDefinition<Body, Params, Query, { public: true }>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, { public: true }>['responses'] };
 
 /** What each resource's routes are given by the SCIM plugin. */
-export type ScimRoutes = {
+export type ScimRouting = {
   ctx: AppContext;
   writer: ScimWriter;
   /** The absolute base URL (PUBLIC_BASE_URL + SCIM_PATH), for `location` and `meta.location`. */
@@ -58,7 +58,7 @@ export type ScimRoutes = {
 };
 
 /** Defines a route under SCIM_PATH: SCIM errors, SCIM media type, documented under the SCIM tag. */
-export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): ScimRoutes['route'] {
+export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): ScimRouting['route'] {
   return (definition) =>
     defineRoute(fastify, ctx, {
       ...definition,

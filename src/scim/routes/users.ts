@@ -18,12 +18,12 @@ import {
   selectionQuery,
   send,
   type AttributeSelection,
-  type ScimRoutes,
+  type ScimRouting,
 } from './scim-route.ts';
 
 const userParams = z.object({ userId: z.string().min(1).max(ID_MAX) });
 
-export function userRoutes({ ctx, writer, baseUrl, route }: ScimRoutes): void {
+export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
   const sendUser = (reply: FastifyReply, status: number, row: ScimUserRow, selection: AttributeSelection) => {
     reply.header('etag', etagOf(row.version));
     if (status === 201) reply.header('location', `${baseUrl}/Users/${row.id}`);
