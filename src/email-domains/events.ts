@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 export const VERIFICATION_METHODS = ['dns', 'operator'] as const;
-export type VerificationMethod = (typeof VERIFICATION_METHODS)[number];
 
 const domain = z.string().max(253);
 

@@ -5,7 +5,6 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 
 export const EXPORT_STATUSES = ['pending', 'running', 'completed', 'failed', 'expired', 'cancelled'] as const;
-export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 export type ExportKind = 'csv' | 'fhir';
 
 const exportRow = z.object({

@@ -12,7 +12,7 @@ import { webhookRuntimeOf } from '../webhooks/runtime.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
-import { exportEventSchemas } from './events.ts';
+import type { ExportCompleted } from './events.ts';
 import { rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
 import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportRow } from './store.ts';
@@ -87,10 +87,11 @@ async function runExport(ctx: AppContext, job: ExportJob, helpers: JobHelpers): 
  * receiver that downloads at once finds the file. Once per export: a retried job finds the stream there.
  */
 async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: string): Promise<void> {
+  const completed: ExportCompleted = { type: 'ExportCompleted', data: { exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl } };
   try {
     await ctx.eventStore.appendToStream(
       tenantStream(row.employer_id, 'export', row.export_id),
-      [{ type: 'ExportCompleted', data: exportEventSchemas.ExportCompleted.parse({ exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl }) }],
+      [completed],
       {
         expectedRevision: 'no_stream',
         metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, occurredAt: new Date().toISOString() },

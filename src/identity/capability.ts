@@ -1,6 +1,7 @@
 import { findActiveSession } from '../../projections/identity/queries.ts';
 import { identityProjection } from '../../projections/identity/projection.ts';
 import type { Capability } from '../capability.ts';
+import { identityAuditMappers } from './audit.ts';
 import { sha256Hex } from '../crypto/tokens.ts';
 import { identityRoutes } from './routes.ts';
 import { identityEvents } from './events.ts';
@@ -10,10 +11,7 @@ export const identityCapability: Capability = {
   events: identityEvents,
   routes: [identityRoutes],
   projections: [identityProjection],
-  auditMappers: {
-    SessionStarted: (event) => ({ action: 'auth.session.start', targetType: 'user', targetId: String(event.data.userId) }),
-    SessionEnded: (event) => ({ action: 'auth.session.end', targetType: 'user', targetId: String(event.data.userId), details: { reason: event.data.reason } }),
-  },
+  auditMappers: identityAuditMappers,
   // Sessions are this capability's; authentication (core) asks it through the context.
   setup: async (ctx) => {
     ctx.sessionLookup = async (sessionSecret) => {

@@ -2,7 +2,7 @@
 // inventory review, each in a stream of its own per employer and period, so a second run of the same
 // hour (month) finds it recorded and records nothing. The zod schemas are the events' shapes.
 import { z } from 'zod';
-import { eventSchema, type EventOf } from '../event-store/schemas.ts';
+import { eventSchema } from '../event-store/schemas.ts';
 
 export const ipRejectionAlertData = z.object({
   /** UTC hour the alert belongs to, `2026-11-23T08`. */
@@ -37,7 +37,3 @@ export type InventoryReviewData = z.infer<typeof inventoryReviewData>;
 const integrationAlertRaised = eventSchema('IntegrationAlertRaised', ipRejectionAlertData);
 const apiKeyInventoryReviewed = eventSchema('ApiKeyInventoryReviewed', inventoryReviewData);
 export const operationsEvents = [integrationAlertRaised, apiKeyInventoryReviewed] as const;
-
-export type IntegrationAlertRaised = EventOf<typeof integrationAlertRaised>;
-export type ApiKeyInventoryReviewed = EventOf<typeof apiKeyInventoryReviewed>;
-export type OperationsEvent = IntegrationAlertRaised | ApiKeyInventoryReviewed;

@@ -1,7 +1,7 @@
 // The scheduled operational jobs (spec 4.7), run hourly / monthly by graphile-worker's crontab and on
 // demand by GET /api/cron/*. Each records its finding as an event (audit entry through the audit
 // mappers) in a stream per employer and period, so running twice records once; e-mails follow from
-// those events as worker jobs (./mail-task.ts), so a failing mail server never holds back the record.
+// those events as worker jobs (./tasks.ts), so a failing mail server never holds back the record.
 import type { AppContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { tenantStream } from '../event-store/port.ts';

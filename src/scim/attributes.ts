@@ -7,7 +7,6 @@ import { ScimError } from './errors.ts';
 
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const SCIM_GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-export const SCIM_ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 
 export type ScimEmail = { value: string; type?: string; primary?: boolean };
 export type ScimName = { givenName?: string; familyName?: string };

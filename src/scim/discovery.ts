@@ -52,8 +52,6 @@ export function buildServiceProviderConfig(baseUrl: string) {
   };
 }
 
-export type ScimResourceTypeDocument = ReturnType<typeof buildResourceTypes>[number];
-
 export function buildResourceTypes(baseUrl: string) {
   const base = trimSlash(baseUrl);
   const resourceType = (id: 'User' | 'Group', endpoint: string, description: string, schema: string) => ({
@@ -135,8 +133,6 @@ const GROUP_ATTRIBUTES: SchemaAttribute[] = [
     subAttributes: [attribute('value', 'string', 'Identifier of the member user.', { mutability: 'immutable', caseExact: true })],
   }),
 ];
-
-export type ScimSchemaDocument = ReturnType<typeof buildSchemas>[number];
 
 export function buildSchemas(baseUrl: string) {
   const base = trimSlash(baseUrl);

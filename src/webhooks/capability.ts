@@ -6,7 +6,7 @@ import { webhookAuditMappers } from './audit.ts';
 import { webhookEventMappings, type WebhookEventMappings } from './event-types.ts';
 import { webhookRoutes } from './routes.ts';
 import { createWebhookRuntime, webhookRuntimeOf } from './runtime.ts';
-import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
+import { FAN_OUT_TASK, webhookTasks } from './tasks.ts';
 import { webhookEvents } from './events.ts';
 import { registerWebhookPayloads } from './payloads.ts';
 

@@ -13,7 +13,6 @@ export const DELIVER_TASK = 'webhook_deliver';
 
 /** What a delivery job carries: which attempt (1-based, counted over the delivery's life) to make. */
 export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.number().int().positive() });
-export type DeliverJobPayload = z.infer<typeof deliverJobPayload>;
 
 /**
  * The job of one attempt, one of its employer's jobs. One job key per delivery

@@ -88,24 +88,17 @@ const simulationCompleted = eventSchema('SimulationCompleted', z.object({
   totals: simulationTotals,
 }));
 
-export const workflowEvents = [
-  platformTokenCreated,
-  platformTokenRevoked,
-  authorizationRequested,
-  authorizationReviewed,
-  taperingProposed,
-  taperingApproved,
-  taperingDeclined,
-  invoiceIssued,
-  invoicePaid,
-  simulationRequested,
-  simulationCompleted,
-] as const;
+const platformTokenEvents = [platformTokenCreated, platformTokenRevoked] as const;
+const authorizationEvents = [authorizationRequested, authorizationReviewed] as const;
+const taperingEvents = [taperingProposed, taperingApproved, taperingDeclined] as const;
+const invoiceEvents = [invoiceIssued, invoicePaid] as const;
+const simulationEvents = [simulationRequested, simulationCompleted] as const;
+export const workflowEvents = [...platformTokenEvents, ...authorizationEvents, ...taperingEvents, ...invoiceEvents, ...simulationEvents] as const;
 
 export type WorkflowEvent = EventOf<(typeof workflowEvents)[number]>;
-export type PlatformTokenEvent = Extract<WorkflowEvent, { type: 'PlatformTokenCreated' | 'PlatformTokenRevoked' }>;
-export type AuthorizationEvent = Extract<WorkflowEvent, { type: 'AuthorizationRequested' | 'AuthorizationReviewed' }>;
-export type TaperingEvent = Extract<WorkflowEvent, { type: 'TaperingProposed' | 'TaperingApproved' | 'TaperingDeclined' }>;
-export type InvoiceEvent = Extract<WorkflowEvent, { type: 'InvoiceIssued' | 'InvoicePaid' }>;
-export type SimulationEvent = Extract<WorkflowEvent, { type: 'SimulationRequested' | 'SimulationCompleted' }>;
+export type PlatformTokenEvent = EventOf<(typeof platformTokenEvents)[number]>;
+export type AuthorizationEvent = EventOf<(typeof authorizationEvents)[number]>;
+export type TaperingEvent = EventOf<(typeof taperingEvents)[number]>;
+export type InvoiceEvent = EventOf<(typeof invoiceEvents)[number]>;
+export type SimulationEvent = EventOf<(typeof simulationEvents)[number]>;
 export const WORKFLOW_EVENT_NAMES: readonly WorkflowEvent['type'][] = workflowEvents.map((schema) => schema.type);

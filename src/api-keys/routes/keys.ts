@@ -1,23 +1,21 @@
-// Key management: browser session of an EMPLOYER_ADMIN only (an x-api-key caller gets 403
-// SESSION_REQUIRED from src/auth/authenticate.ts, another role 403 FORBIDDEN_ROLE). Keys of another
-// employer answer 404, like keys that do not exist.
-import type { FastifyInstance } from 'fastify';
+// The API keys of an employer: create one, list them. Key management takes a browser session of an
+// EMPLOYER_ADMIN only (an x-api-key caller gets 403 SESSION_REQUIRED from src/auth/authenticate.ts,
+// another role 403 FORBIDDEN_ROLE).
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import { commandContextOf, SCOPES, type Principal } from '../auth/principal.ts';
-import type { RoutePlugin } from '../http/server.ts';
-import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
-import { defineRoute } from '../http/route.ts';
-import { instantSchema } from '../http/instant.ts';
-import { CIDR_LIST_MAX, CIDR_MAX, ID_MAX, NAME_MAX } from '../http/limits.ts';
-import { normalizeCidr } from './cidr.ts';
-import { changeApiKey, createApiKey, revokeApiKey } from './commands.ts';
-import { API_KEY_CHECK_ORDER } from './pipeline.ts';
-import { apiKeyMetadata, getApiKey, listApiKeys } from '../../projections/api-keys/queries.ts';
-import type { Clock } from './rate-limiter.ts';
+import { commandContextOf, SCOPES, type Principal } from '../../auth/principal.ts';
+import type { RoutePlugin } from '../../http/server.ts';
+import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../../http/page.ts';
+import { defineRoute } from '../../http/route.ts';
+import { instantSchema } from '../../http/instant.ts';
+import { CIDR_LIST_MAX, CIDR_MAX, NAME_MAX } from '../../http/limits.ts';
+import { normalizeCidr } from '../cidr.ts';
+import { createApiKey } from '../commands.ts';
+import { API_KEY_CHECK_ORDER } from '../pipeline.ts';
+import { apiKeyMetadata, getApiKey, listApiKeys } from '../../../projections/api-keys/queries.ts';
+import type { Clock } from '../rate-limiter.ts';
 
-const auth = { modes: ['session'], role: 'EMPLOYER_ADMIN' } as const;
-const tags = ['API keys'];
+export const KEY_MANAGEMENT_AUTH = { modes: ['session'], role: 'EMPLOYER_ADMIN' } as const;
+export const API_KEYS_TAGS = ['API keys'];
 
 const cidrEntry = z.string().max(CIDR_MAX).transform((value, context) => {
   try {
@@ -59,15 +57,6 @@ const createdKey = apiKeyMetadata.extend({
   rawKey: z.string().meta({ description: 'mt_live_ followed by 64 lowercase hex characters. Shown once; only its SHA-256 is stored.' }),
 }).meta({ id: 'CreatedApiKey' });
 
-const keyParams = z.object({ keyId: z.string().max(ID_MAX) });
-
-const patchBody = z
-  .strictObject({
-    name: z.string().trim().min(1).max(NAME_MAX).optional(),
-    status: z.enum(['active', 'inactive']).optional().meta({ description: 'inactive suspends the key (API_KEY_INACTIVE); active resumes it.' }),
-  })
-  .refine((body) => body.name !== undefined || body.status !== undefined, 'give name or status');
-
 const listResponse = z
   .object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)), nextCursor: z.string().nullable() })
   .meta({ id: 'ApiKeyList' });
@@ -77,15 +66,15 @@ function sessionUserId(principal: Principal): string {
   return principal.userId;
 }
 
-export function apiKeyRoutes(clock: Clock): RoutePlugin {
-  return async function apiKeyRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+export function apiKeyCollectionRoutes(clock: Clock): RoutePlugin {
+  return async (fastify, { ctx }) => {
     defineRoute(fastify, ctx, {
       method: 'POST',
       url: '/api/employer/api-keys',
       summary: 'Create an API key',
       description: `Returns the raw key once. Calls made with the key are checked in this order:\n\n${API_KEY_CHECK_ORDER}`,
-      tags,
-      auth,
+      tags: API_KEYS_TAGS,
+      auth: KEY_MANAGEMENT_AUTH,
       body: createBody(ctx.config.API_KEY_RATE_LIMIT_MAX_PER_MIN),
       idempotent: true,
       responses: { 201: { description: 'The key, with its raw value', schema: createdKey } },
@@ -109,8 +98,8 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       method: 'GET',
       url: '/api/employer/api-keys',
       summary: 'List the API keys of the employer and the scopes a key may hold',
-      tags,
-      auth,
+      tags: API_KEYS_TAGS,
+      auth: KEY_MANAGEMENT_AUTH,
       querystring: pageQuery(LIST_PAGE),
       responses: {
         200: { description: 'One page of keys, newest first, revoked ones included; pass nextCursor as cursor for the next (null on the last page)', schema: listResponse },
@@ -118,48 +107,6 @@ export function apiKeyRoutes(clock: Clock): RoutePlugin {
       handler: async ({ query, principal }) => {
         const { keys, next } = await listApiKeys(ctx.db.slonik, principal.employerId, clock(), { limit: query.limit, after: decodeCursor(query.cursor) });
         return { keys, availableScopes: [...SCOPES], nextCursor: encodeCursor(next) };
-      },
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'GET',
-      url: '/api/employer/api-keys/:keyId',
-      summary: 'Metadata of one API key',
-      tags,
-      auth,
-      params: keyParams,
-      responses: { 200: { description: 'The key', schema: apiKeyMetadata }, 404: { description: 'No such key in this employer' } },
-      handler: async ({ params, principal }) => getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock()),
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'PATCH',
-      url: '/api/employer/api-keys/:keyId',
-      summary: 'Rename, suspend (status inactive) or resume (status active) an API key',
-      description: 'A revoked key cannot be changed (409 API_KEY_REVOKED). Suspension takes effect at once in every server process.',
-      tags,
-      auth,
-      params: keyParams,
-      body: patchBody,
-      responses: { 200: { description: 'The key after the change', schema: apiKeyMetadata }, 404: { description: 'No such key' }, 409: { description: 'The key is revoked' } },
-      handler: async ({ params, body, principal, request }) => {
-        await changeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, ...body });
-        return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
-      },
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'DELETE',
-      url: '/api/employer/api-keys/:keyId',
-      summary: 'Revoke an API key',
-      description: 'Revocation is final and takes effect at once in every server process. Idempotent: revoking a revoked key changes nothing and answers 200 with the key as it is (its original revokedAt).',
-      tags,
-      auth,
-      params: keyParams,
-      responses: { 200: { description: 'The revoked key', schema: apiKeyMetadata }, 404: { description: 'No such key' } },
-      handler: async ({ params, principal, request }) => {
-        await revokeApiKey(ctx, commandContextOf(principal, request.id), { keyId: params.keyId, reason: 'admin', now: clock() });
-        return getApiKey(ctx.db.slonik, principal.employerId, params.keyId, clock());
       },
     });
   };

@@ -1,19 +1,34 @@
-// E-mails the employer's administrators about every change of SAML trust: proposed by an API key (with
-// what to do about it), confirmed, discarded, or made directly in a session. A worker task per event
-// (the job dispatcher enqueues it once the event is committed); a failed send is retried by
-// graphile-worker, while the audit record stands already.
+// The SSO capability's graphile-worker tasks:
+// - saml-refusal-summaries (every minute): records the refused SAML callbacks of each finished minute
+//   (saml-refusals.ts);
+// - sso-trust-mail: e-mails the employer's administrators about every change of SAML trust: proposed by
+//   an API key (with what to do about it), confirmed, discarded, or made directly in a session. A job
+//   per event (the job dispatcher enqueues it once the event is committed); a failed send is retried
+//   by graphile-worker, while the audit record stands already.
 import { X509Certificate } from 'node:crypto';
-import type { Task } from 'graphile-worker';
+import type { Task, TaskList } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
 import type { Actor, RecordedEvent } from '../event-store/port.ts';
 import type { EventJobPayload } from '../worker/dispatcher.ts';
 import { adminEmailsOf } from '../../projections/tenants/queries.ts';
 import type { SamlTrustChanges, SsoConfigurationEvent } from './events.ts';
+import { summariseSamlRefusals } from './saml-refusals.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 
+export const REFUSAL_SUMMARIES_TASK = 'saml-refusal-summaries';
 export const SSO_TRUST_MAIL_TASK = 'sso-trust-mail';
 
-export function trustMailTask(ctx: AppContext): Task {
+export function ssoTasks(ctx: AppContext): TaskList {
+  return {
+    [REFUSAL_SUMMARIES_TASK]: async () => {
+      const summary = await summariseSamlRefusals(ctx, new Date());
+      if (summary.minutes.length > 0) ctx.logger.info(summary, 'SAML refusals recorded');
+    },
+    [SSO_TRUST_MAIL_TASK]: trustMailTask(ctx),
+  };
+}
+
+function trustMailTask(ctx: AppContext): Task {
   return async (payload) => {
     const job = payload as EventJobPayload;
     const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId) as RecordedEvent<SsoConfigurationEvent> | undefined;
@@ -28,7 +43,7 @@ export function trustMailTask(ctx: AppContext): Task {
 }
 
 /** The mail about one event of the SSO configuration's stream; null when it changed no trust setting. */
-export function trustMail(event: RecordedEvent<SsoConfigurationEvent>, consoleUrl: string): { subject: string; text: string } | null {
+function trustMail(event: RecordedEvent<SsoConfigurationEvent>, consoleUrl: string): { subject: string; text: string } | null {
   const by = describeActor(event.metadata.actor);
   const at = event.metadata.occurredAt;
   switch (event.type) {

@@ -1,31 +1,19 @@
-// Employer export routes (SPEC 4.2): the roster as streamed JSON, and the asynchronous CSV export
-// (create, status, download). Every export id is looked up within the caller's employer: another
-// employer's id is a 404. An export is the employer's, not its starter's: its status and file need
-// export:read, which reads the same roster directly (GET /api/employer/export), so seeing a file gives
-// no caller more than its scope; a PATIENT session holds neither scope (403).
+// The asynchronous CSV export of the roster (SPEC 4.2): create, status, download. Every export id is
+// looked up within the caller's employer: another employer's id is a 404. An export is the employer's,
+// not its starter's: its status and file need export:read, which reads the same roster directly
+// (GET /api/employer/export), so seeing a file gives no caller more than its scope.
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import { DomainError } from '../event-store/decider.ts';
-import { notFound } from '../http/errors.ts';
-import { defineRoute } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
-import { rosterPatient } from '../../projections/patients/queries.ts';
-import { assertExportAdmitted, exportLimitsDescription } from './admission.ts';
-import { employerReport } from './pdf.ts';
-import { countPatients, rosterPages } from './roster.ts';
-import { fileStream, getExport, insertExport, type ExportRow } from './store.ts';
-import { CSV_FILE, queueExportJob } from './tasks.ts';
+import { DomainError } from '../../event-store/decider.ts';
+import { notFound } from '../../http/errors.ts';
+import { defineRoute } from '../../http/route.ts';
+import type { RoutePlugin } from '../../http/server.ts';
+import { assertExportAdmitted, exportLimitsDescription } from '../admission.ts';
+import { fileStream, getExport, insertExport, type ExportRow } from '../store.ts';
+import { CSV_FILE, queueExportJob } from '../tasks.ts';
+import { EXPORT_READ_AUTH, EXPORTS_TAGS } from './roster.ts';
 
-const tags = ['Exports'];
-const readAuth = { modes: ['apiKey', 'session'], scope: 'export:read' } as const;
 const CSV_EXPORTS_URL = '/api/employer/export/csv/exports';
-
-const rosterExport = z
-  .object({ employerId: z.string(), generatedAt: z.string(), patientCount: z.number().int(), patients: z.array(rosterPatient) })
-  .meta({ id: 'RosterExport' });
 
 const csvExportStatus = z
   .object({
@@ -53,51 +41,8 @@ function statusOf(row: ExportRow): z.infer<typeof csvExportStatus> {
   };
 }
 
-/** `{ employerId, generatedAt, patientCount, patients: [` then one keyset page at a time, then `]}`. */
-async function* rosterJson(ctx: AppContext, employerId: string) {
-  const patientCount = await countPatients(ctx.db.slonik, employerId);
-  yield `{"employerId":${JSON.stringify(employerId)},"generatedAt":"${new Date().toISOString()}","patientCount":${patientCount},"patients":[`;
-  let first = true;
-  for await (const page of rosterPages(ctx.db.slonik, employerId)) {
-    if (page.patients.length === 0) continue;
-    yield (first ? '' : ',') + page.patients.map((patient) => JSON.stringify(patient)).join(',');
-    first = false;
-  }
-  yield ']}';
-}
-
-export function exportRoutes(): RoutePlugin {
-  return async function exportRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
-    defineRoute(fastify, ctx, {
-      method: 'GET',
-      url: '/api/employer/export',
-      summary: 'The roster as JSON, streamed',
-      description:
-        'Every patient of the employer (erased patients never), newest first, streamed page by page so memory stays flat whatever the roster size. ' +
-        '`patientCount` is counted when the export starts; patients registered while it streams may be missing from `patients`.',
-      tags,
-      auth: readAuth,
-      responses: { 200: { description: 'The roster', schema: rosterExport } },
-      handler: async ({ principal, reply }) => {
-        reply.header('content-disposition', 'attachment; filename="roster.json"');
-        return reply.type('application/json; charset=utf-8').send(Readable.from(rosterJson(ctx, principal.employerId)));
-      },
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'GET',
-      url: '/api/employer/export/pdf',
-      summary: 'A PDF report of the employer, streamed',
-      description: 'Employer name, generation time, counts (patients, cohorts, active API keys, active webhooks) and the roster as a table (name, e-mail, birth date, external id) whose header repeats on every page.',
-      tags,
-      auth: readAuth,
-      responses: { 200: { description: 'The report', contentType: 'application/pdf', schema: z.string() } },
-      handler: async ({ principal, reply }) => {
-        reply.header('content-disposition', 'attachment; filename="employer-report.pdf"');
-        return reply.type('application/pdf').send(employerReport(ctx.db.slonik, principal.employerId));
-      },
-    });
-
+export function csvExportRoutes(): RoutePlugin {
+  return async (fastify, { ctx }) => {
     defineRoute(fastify, ctx, {
       method: 'POST',
       url: '/api/employer/export/csv',
@@ -107,7 +52,7 @@ export function exportRoutes(): RoutePlugin {
         'completed, then answers 410. The webhook event export.ready `{ exportId, kind: "csv", rowCount, downloadUrl }` is sent when it completes. ' +
         'Cells beginning with =, +, -, @, tab or carriage return are prefixed with an apostrophe (formula injection). ' +
         exportLimitsDescription(ctx.config),
-      tags,
+      tags: EXPORTS_TAGS,
       auth: { modes: ['apiKey', 'session'], scope: 'export:create' },
       idempotent: true,
       responses: {
@@ -132,8 +77,8 @@ export function exportRoutes(): RoutePlugin {
       url: `${CSV_EXPORTS_URL}/:exportId`,
       summary: 'The state of a CSV export',
       description: "Any export of the employer, whoever started it, for an API key with export:read or an administrator's session; another employer's is 404.",
-      tags,
-      auth: readAuth,
+      tags: EXPORTS_TAGS,
+      auth: EXPORT_READ_AUTH,
       params: exportIdParams,
       responses: { 200: { description: 'Its state', schema: csvExportStatus } },
       handler: async ({ params, principal }) => {
@@ -149,8 +94,8 @@ export function exportRoutes(): RoutePlugin {
       summary: 'Download a completed CSV export',
       description: '`text/csv; charset=utf-8`, streamed. 409 EXPORT_NOT_READY until it is completed (or when it failed), 410 EXPORT_EXPIRED after its expiry. ' +
         "Callers as for the export's state (export:read, which reads the same roster at GET /api/employer/export); another employer's is 404.",
-      tags,
-      auth: readAuth,
+      tags: EXPORTS_TAGS,
+      auth: EXPORT_READ_AUTH,
       params: exportIdParams,
       responses: { 200: { description: 'The CSV file (header row, then one row per patient)', contentType: 'text/csv', schema: z.string() } },
       handler: async ({ params, principal, reply }) => {

@@ -4,20 +4,20 @@
 // route needing one family; employer credentials never open these routes. The employer is in the
 // path: an unknown employer is 404; an id of another employer is 404; a patient that is not the
 // employer's is 400 UNKNOWN_PATIENT.
-import { instantSchema } from '../http/instant.ts';
+import { instantSchema } from '../../http/instant.ts';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import type { PlatformPrincipal } from '../auth/principal.ts';
-import type { CommandContext } from '../event-store/command-handler.ts';
-import { defineRoute } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
-import { authorizationView, getAuthorization, getInvoice, getTaperingProposal, invoiceView, taperingProposalView, taperingStepView } from '../../projections/workflows/queries.ts';
-import { decideTapering, issueInvoice, payInvoice, proposeTapering, requestAuthorization } from './commands.ts';
+import type { AppContext } from '../../app-context.ts';
+import type { PlatformPrincipal } from '../../auth/principal.ts';
+import type { CommandContext } from '../../event-store/command-handler.ts';
+import { defineRoute } from '../../http/route.ts';
+import type { RoutePlugin } from '../../http/server.ts';
+import { authorizationView, getAuthorization, getInvoice, getTaperingProposal, invoiceView, taperingProposalView, taperingStepView } from '../../../projections/workflows/queries.ts';
+import { decideTapering, issueInvoice, payInvoice, proposeTapering, requestAuthorization } from '../commands.ts';
+import { workflowId } from './common.ts';
 
 const PREFIX = '/api/platform/v1/employers/:employerId';
 const employerParams = z.object({ employerId: z.string().max(100) });
-const id = z.string().max(100);
 const patientId = z.string().min(1).max(100).meta({ description: 'A patient of this employer; another employer\'s patient is 400 UNKNOWN_PATIENT.' });
 const timestamp = instantSchema.meta({ description: 'ISO 8601 with a time zone.' });
 const tags = ['Platform (internal)'];
@@ -80,7 +80,7 @@ export function platformRoutes(): RoutePlugin {
       description: 'proposed -> approved | declined, once: deciding a decided proposal is 409 ILLEGAL_TRANSITION.',
       tags,
       auth: { platformFamily: 'tapering' },
-      params: employerParams.extend({ proposalId: id }),
+      params: employerParams.extend({ proposalId: workflowId }),
       body: z.strictObject({ decision: z.enum(['approved', 'declined']), reason: z.string().max(2000).optional() }),
       responses: { 200: { description: 'The proposal after the decision', schema: taperingProposalView }, 409: { description: 'ILLEGAL_TRANSITION' }, ...employerNotFound },
       handler: async ({ params, body, principal, request }) => {
@@ -122,7 +122,7 @@ export function platformRoutes(): RoutePlugin {
       description: 'Once: a second payment is 409 ALREADY_PAID, whatever its paidAt.',
       tags,
       auth: { platformFamily: 'invoice' },
-      params: employerParams.extend({ invoiceId: id }),
+      params: employerParams.extend({ invoiceId: workflowId }),
       body: z.strictObject({ paidAt: timestamp }),
       responses: { 200: { description: 'The invoice, paid', schema: invoiceView }, 409: { description: 'ALREADY_PAID' }, ...employerNotFound },
       handler: async ({ params, body, principal, request }) => {

@@ -1,16 +1,29 @@
-// E-mails the employer's admins about a recorded alert or a flagged inventory review. A worker task
-// per event (the job dispatcher enqueues it once the event is committed): a failed send throws, and
-// graphile-worker retries it with backoff, while the audit record stands already.
-import type { Task } from 'graphile-worker';
+// The operations capability's graphile-worker tasks:
+// - integration-alerts (hourly) and api-key-inventory-review (monthly): the scheduled jobs (jobs.ts);
+// - operations-mail: e-mails the employer's admins about a recorded alert or a flagged inventory
+//   review. A job per event (the job dispatcher enqueues it once the event is committed): a failed send
+//   throws, and graphile-worker retries it with backoff, while the audit record stands already.
+import type { Task, TaskList } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
 import type { EventJobPayload } from '../worker/dispatcher.ts';
 import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
 import { inventoryReviewData, ipRejectionAlertData } from './events.ts';
 import { adminEmailsOf } from '../../projections/tenants/queries.ts';
+import { runIntegrationAlerts, runInventoryReview } from './jobs.ts';
 
+export const ALERTS_TASK = 'integration-alerts';
+export const REVIEW_TASK = 'api-key-inventory-review';
 export const MAIL_TASK = 'operations-mail';
 
-export function mailTask(ctx: AppContext): Task {
+export function operationsTasks(ctx: AppContext): TaskList {
+  return {
+    [ALERTS_TASK]: async () => void ctx.logger.info(await runIntegrationAlerts(ctx, new Date()), 'integration alerts run'),
+    [REVIEW_TASK]: async () => void ctx.logger.info(await runInventoryReview(ctx, new Date()), 'API key inventory review run'),
+    [MAIL_TASK]: mailTask(ctx),
+  };
+}
+
+function mailTask(ctx: AppContext): Task {
   return async (payload) => {
     const job = payload as EventJobPayload;
     const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);

@@ -1,0 +1,16 @@
+// Audit records of API key changes.
+import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+
+const keyTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'api_key', targetId: String(event.data.keyId) });
+
+export const apiKeyAuditMappers: AuditMappers = {
+  ApiKeyCreated: (event) => ({
+    action: 'api_key.created',
+    ...keyTarget(event),
+    details: { name: event.data.name, scopes: event.data.scopes, allowedIpCidrs: event.data.allowedIpCidrs, expiresAt: event.data.expiresAt },
+  }),
+  ApiKeyRenamed: (event) => ({ action: 'api_key.renamed', ...keyTarget(event), details: { name: event.data.name } }),
+  ApiKeySuspended: (event) => ({ action: 'api_key.suspended', ...keyTarget(event) }),
+  ApiKeyResumed: (event) => ({ action: 'api_key.resumed', ...keyTarget(event) }),
+  ApiKeyRevoked: (event) => ({ action: 'api_key.revoked', ...keyTarget(event), details: { reason: event.data.reason } }),
+};

@@ -1,0 +1,17 @@
+// Audit records of the scheduled operational jobs, on the employer they concern.
+import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+
+export const operationsAuditMappers: AuditMappers = {
+  IntegrationAlertRaised: (event) => ({
+    action: 'integration.alert.ip_rejections',
+    targetType: 'employer',
+    targetId: String(event.metadata.tenantId),
+    details: { hour: event.data.hour, rejections: event.data.rejections, threshold: event.data.threshold, sources: event.data.sources },
+  }),
+  ApiKeyInventoryReviewed: (event) => ({
+    action: 'api_key.inventory_review',
+    targetType: 'employer',
+    targetId: String(event.metadata.tenantId),
+    details: event.data,
+  }),
+};

@@ -1,0 +1,121 @@
+// What the SCIM routes share: the base path and media type, errors in the SCIM envelope, a route
+// definer for routes under the base (public: the plugin's hook authenticates), list and attribute
+// selection queries, and If-Match.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../../app-context.ts';
+import { DomainError } from '../../event-store/decider.ts';
+import { kindOfStatus, type ErrorShape, type ServiceError } from '../../http/errors.ts';
+import { SCIM_QUERY_MAX } from '../../http/limits.ts';
+import { defineRoute, type RouteDefinition } from '../../http/route.ts';
+import type { ListQuery } from '../../../projections/scim-list-page.ts';
+import { attributeListSchema } from '../attributes.ts';
+import type { IfMatch, ScimCaller } from '../commands.ts';
+import { SCIM_MAX_RESULTS } from '../discovery.ts';
+import { ScimError, toScimErrorBody, type ScimErrorType } from '../errors.ts';
+import { scimFilterToSql, type ScimAttributeMap } from '../filter.ts';
+import type { ScimWriter } from '../read-your-writes.ts';
+import { etagOf } from '../resources.ts';
+
+export const SCIM_PATH = '/api/scim/v2';
+export const SCIM_CONTENT_TYPE = 'application/scim+json';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the SCIM plugin's authentication hook. */
+    scimCaller?: ScimCaller;
+  }
+}
+
+/** Error codes of the service's own errors that have a SCIM type (RFC 7644 table 9). */
+const SCIM_TYPES_BY_CODE: Record<string, ScimErrorType> = {
+  VALIDATION_ERROR: 'invalidValue',
+  MALFORMED_JSON: 'invalidSyntax',
+  EMAIL_UNAVAILABLE: 'uniqueness',
+};
+
+export const scimErrorShape: ErrorShape = (error: ServiceError) => {
+  const scimType = (error.details.scimType as ScimErrorType | undefined) ?? SCIM_TYPES_BY_CODE[error.code] ?? null;
+  return { contentType: SCIM_CONTENT_TYPE, body: toScimErrorBody(new ScimError(error.status, scimType, error.message)) };
+};
+
+/** A ScimError from the SCIM modules as the DomainError the service's error handler knows. */
+function asServiceError(error: unknown): unknown {
+  if (!(error instanceof ScimError)) return error;
+  return new DomainError(kindOfStatus(error.status), error.scimType ? `SCIM_${error.scimType}` : 'SCIM_ERROR', error.message, error.scimType ? { scimType: error.scimType } : {});
+}
+
+type ScimRouteDefinition<Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined> =
+  Omit<RouteDefinition<Body, Params, Query, { public: true }>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, { public: true }>['responses'] };
+
+/** What each resource's routes are given by the SCIM plugin. */
+export type ScimRouting = {
+  ctx: AppContext;
+  writer: ScimWriter;
+  /** The absolute base URL (PUBLIC_BASE_URL + SCIM_PATH), for `location` and `meta.location`. */
+  baseUrl: string;
+  route: <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined>(definition: ScimRouteDefinition<Body, Params, Query>) => void;
+};
+
+/** Defines a route under SCIM_PATH: SCIM errors, SCIM media type, documented under the SCIM tag. */
+export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): ScimRouting['route'] {
+  return (definition) =>
+    defineRoute(fastify, ctx, {
+      ...definition,
+      url: `${SCIM_PATH}${definition.url}`,
+      tags: ['SCIM'],
+      auth: { public: true },
+      errorShape: scimErrorShape,
+      responses: definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } },
+      handler: async (input) => {
+        try {
+          return await definition.handler(input);
+        } catch (error) {
+          throw asServiceError(error);
+        }
+      },
+    });
+}
+
+export const callerOf = (request: FastifyRequest): ScimCaller => request.scimCaller!;
+
+export const listQuery = z.object({
+  filter: z
+    .string()
+    .max(SCIM_QUERY_MAX)
+    .optional()
+    .transform((filter) => (filter?.trim() ? filter : undefined)),
+  startIndex: z.coerce.number().int().default(1),
+  count: z.coerce.number().int().default(SCIM_MAX_RESULTS),
+  attributes: attributeListSchema.optional(),
+  excludedAttributes: attributeListSchema.optional(),
+});
+/** A list request as the read-model query takes it: the filter translated to SQL, the count capped. */
+export function readModelQuery(query: z.infer<typeof listQuery>, attributes: ScimAttributeMap): ListQuery {
+  return {
+    filter: query.filter === undefined ? null : scimFilterToSql(query.filter, attributes),
+    startIndex: query.startIndex,
+    count: Math.min(query.count, SCIM_MAX_RESULTS),
+  };
+}
+export const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
+export type AttributeSelection = z.infer<typeof selectionQuery>;
+
+export function send(reply: FastifyReply, status: number, body: unknown) {
+  return reply.status(status).type(SCIM_CONTENT_TYPE).send(body);
+}
+
+/**
+ * If-Match (RFC 7644 section 3.14) as a condition on the resource's stream revision, which its ETag
+ * names: the write is appended at that revision or not at all (412).
+ */
+export function ifMatchOf(request: FastifyRequest): IfMatch {
+  const header = request.headers['if-match'];
+  if (header === undefined || header.trim() === '*') return undefined;
+  const revisions = header.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
+  return (revision) => revisions.includes(etagOf(Number(revision)).slice(2));
+}
+
+export function notFound(resourceType: 'User' | 'Group', id: string): ScimError {
+  return new ScimError(404, null, `${resourceType} ${id} not found.`);
+}

@@ -1,0 +1,58 @@
+// Audit records of the SSO configuration and of SAML logins. Field names only: certificates and URLs
+// stay in the event, token hashes never reach the audit log.
+import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { SsoSettings } from './events.ts';
+import { trustChangesOf } from './sso-configuration.ts';
+
+/** The SAML trust settings among an event's changes (field names only). */
+const trustFieldsOf = (changes: unknown): string[] => Object.keys(trustChangesOf(changes as Partial<SsoSettings>)).sort();
+
+export const ssoAuditMappers: AuditMappers = {
+  SsoConfigurationUpdated: (event) => ({
+    action: 'sso.config.update',
+    targetType: 'employer',
+    targetId: String(event.data.employerId),
+    details: {
+      fields: Object.keys(event.data.changes as object).sort(),
+      trustFields: trustFieldsOf(event.data.changes),
+      scimTokenIssued: event.data.issuedScimToken !== null,
+      scimTokenRevoked: event.data.revokedScimTokenId !== null,
+    },
+  }),
+  SsoTrustChangeProposed: (event) => ({
+    action: 'sso.trust_change.propose',
+    targetType: 'employer',
+    targetId: String(event.data.employerId),
+    details: { changeId: event.data.changeId, fields: trustFieldsOf(event.data.changes), replacedChangeId: event.data.replacedChangeId },
+  }),
+  SsoTrustChangeConfirmed: (event) => ({
+    action: 'sso.trust_change.confirm',
+    targetType: 'employer',
+    targetId: String(event.data.employerId),
+    details: { changeId: event.data.changeId, fields: trustFieldsOf(event.data.changes) },
+  }),
+  SsoTrustChangeDiscarded: (event) => ({
+    action: 'sso.trust_change.discard',
+    targetType: 'employer',
+    targetId: String(event.data.employerId),
+    details: { changeId: event.data.changeId },
+  }),
+  SamlLoginSucceeded: (event) => ({
+    action: 'auth.saml.login',
+    targetType: 'user',
+    targetId: String(event.data.userId),
+    details: { assertionId: event.data.assertionId, provisioned: event.data.provisioned },
+  }),
+  SamlLoginsRefused: (event) => ({
+    action: 'auth.saml.logins_refused',
+    targetType: 'employer',
+    targetId: String(event.metadata.tenantId),
+    details: event.data,
+  }),
+  SamlLoginFailed: (event) => ({
+    action: 'auth.saml.login_failed',
+    targetType: 'saml_login',
+    targetId: String(event.data.loginId),
+    details: { reason: event.data.reason, clientIp: event.data.clientIp },
+  }),
+};
