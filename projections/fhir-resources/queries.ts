@@ -1,7 +1,13 @@
-// Reads of one resource from the fhir-resources read model (searches are src/fhir/search.ts).
+// Reads of one resource from the fhir-resources read model (searches are search.ts), and the shape of
+// the resources it keeps.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { FhirJson } from '../../src/fhir/search-parameters.ts';
+import type { FhirJson } from '../../src/patients/events.ts';
+
+/** The resource as the read model keeps it and the API serves it: the content, with id and meta. */
+export function withMeta(resourceType: string, id: string, versionId: number, lastUpdated: string, content: FhirJson): FhirJson {
+  return { resourceType, id, meta: { versionId: String(versionId), lastUpdated }, ...content };
+}
 
 const resourceRow = z.object({ resource: z.record(z.string(), z.unknown()).nullable(), erased: z.boolean(), patient_id: z.string().nullable() });
 

@@ -1,5 +1,6 @@
 // Events of patients (src/patients/patient.ts), their e-mail claims (src/patients/email-claim.ts),
-// their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads. Written as zod
+// their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads
+// (src/patients/cohort.ts). Written as zod
 // schemas of each event's data, the types inferred; `patientEvents` is what the capability registers
 // with the event store's schema registry (all at version 1).
 //
@@ -18,6 +19,20 @@ const id = z.string().max(64);
 
 export const CLINICAL_RESOURCE_TYPES = ['CarePlan', 'Observation', 'DiagnosticReport', 'MedicationRequest'] as const;
 export type ClinicalResourceType = (typeof CLINICAL_RESOURCE_TYPES)[number];
+
+/** The FHIR resource types whose versions these events are: a Patient, or a clinical resource of one. */
+export const FHIR_RESOURCE_TYPES = ['Patient', ...CLINICAL_RESOURCE_TYPES] as const;
+export type FhirResourceType = (typeof FHIR_RESOURCE_TYPES)[number];
+
+export function isFhirResourceType(type: string): type is FhirResourceType {
+  return (FHIR_RESOURCE_TYPES as readonly string[]).includes(type);
+}
+
+// Resources arrive validated against the R4 StructureDefinitions; reading them loosely is safe.
+export type FhirJson = Record<string, any>;
+
+/** The identifier system of a cohort row's externalId, in the Patient a cohort upload writes. */
+export const EXTERNAL_ID_SYSTEM = 'urn:employer-integrations:external-id';
 
 export const patientEventSchemas = {
   /** `cohortId`: registered by that cohort upload; null through FHIR. */
@@ -43,11 +58,14 @@ export type PatientEvent = PatientRegistered | PatientUpdated | PatientErased;
 export type EmailClaimEvent = EventFor<'PatientEmailClaimed'> | EventFor<'PatientEmailReleased'>;
 export type ClinicalResourceEvent = EventFor<'ClinicalResourceCreated'> | EventFor<'ClinicalResourceUpdated'>;
 export type CohortUploaded = EventFor<'CohortUploaded'>;
-export type PatientsCapabilityEvent = PatientEvent | EmailClaimEvent | ClinicalResourceEvent | CohortUploaded;
-
-export const PATIENT_EVENT_TYPES = Object.keys(patientEventSchemas) as (keyof Schemas)[];
 
 export const patientEvents = Object.entries(patientEventSchemas).map(([type, data]) => eventSchema(type, data));
+
+/** What a resource's events seal: the parts of it the client owns, everything but its type, id and meta. */
+export function contentOf(resource: FhirJson): FhirJson {
+  const { resourceType: _type, id: _id, meta: _meta, ...content } = resource;
+  return content;
+}
 
 /** Where a sealed resource belongs: the associated data it is sealed with, so it opens nowhere else. */
 export const sealContext = (employerId: string, resourceType: string, resourceId: string) => `${employerId}/${resourceType}/${resourceId}`;

@@ -5,7 +5,7 @@
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertExport } from '../../src/exports/store.ts';
-import { validationIssues } from '../../src/fhir/validate.ts';
+import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';

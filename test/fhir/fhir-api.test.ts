@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { Client, RESPONSE_KEY } from 'fhir-kit-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validationIssues } from '../../src/fhir/validate.ts';
+import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { fhirDateText } from '../support/dates.ts';

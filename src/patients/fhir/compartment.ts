@@ -3,9 +3,9 @@
 // the user: SCIM, SAML, the CLI) and the resources that belong to that Patient.
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import type { Principal } from '../auth/principal.ts';
-import { emailBlindIndex } from '../crypto/personal-data.ts';
+import type { AppContext } from '../../app-context.ts';
+import type { Principal } from '../../auth/principal.ts';
+import { emailBlindIndex } from '../../crypto/personal-data.ts';
 
 /** undefined: not restricted; otherwise the one Patient id the caller may see (null: none). */
 export type Compartment = string | null | undefined;
