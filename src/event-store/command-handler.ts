@@ -46,11 +46,17 @@ export type StreamCommand<Command, Event extends DomainEvent, State> = {
    */
   precondition?: (revision: bigint) => boolean;
   /**
-   * For a command of a plan (handlePlannedCommands): whether the stream is still as the plan read it
-   * in a read model, which may lag (the revision of a patient it updates, say). When it is not, the
-   * plan is stale: it is made again on fresher reads, instead of the command being decided.
+   * For a command of a plan (handlePlannedCommands): the stream as the plan read it in a read model,
+   * its revision and the state there. The stream is not read again; the append expects that revision,
+   * so when the read model lagged it fails, and the plan is made again.
    */
-  asPlanned?: (state: State, revision: bigint) => boolean;
+  readAs?: { revision: bigint; state: State };
+  /**
+   * For a command of a plan: whether the stream's state is still what the plan assumed of it (an
+   * e-mail nobody claims, say). When it is not, the read model the plan read lags: the plan is made
+   * again, instead of the command being decided.
+   */
+  asPlanned?: (state: State) => boolean;
 };
 
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
@@ -108,29 +114,30 @@ export async function handlePlannedCommands<Result>(
     const correlationId = (fallbackCorrelationId ??= commands[0]?.context.correlationId ?? randomUUID());
     const occurredAt = new Date().toISOString();
     const decided = await Promise.all(
-      commands.map(async ({ streamName, decider, command, newStream, precondition, asPlanned }) => {
+      commands.map(async ({ streamName, decider, command, newStream, precondition, readAs, asPlanned }) => {
+        if (readAs) return { revision: readAs.revision, state: readAs.state, newEvents: decider.decide(command, readAs.state) as DomainEvent[] };
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
         const revision = BigInt(history.length - 1);
         if (precondition && !precondition(revision)) {
           throw new DomainError('precondition_failed', 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
         }
         const state = fold(decider, history);
-        if (asPlanned && !asPlanned(state, revision)) return null;
-        return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };
+        if (asPlanned && !asPlanned(state)) return null;
+        return { revision, state, newEvents: decider.decide(command, state) as DomainEvent[] };
       }),
     );
     const stale = decided.findIndex((decision) => decision === null);
     if (stale < 0) {
       const decisions = decided as NonNullable<(typeof decided)[number]>[];
       const results = decisions.map(({ state, newEvents }, index) => ({ newEvents, state: newEvents.reduce(commands[index]!.decider.evolve, state) }));
-      const appends = decisions.flatMap(({ history, newEvents }, index) => {
+      const appends = decisions.flatMap(({ revision, newEvents }, index) => {
         if (newEvents.length === 0) return [];
         const { streamName, context } = commands[index]!;
         return [
           {
             streamName,
             events: newEvents.map(({ type, data }) => ({ type, data })),
-            expectedRevision: history.length === 0 ? ('no_stream' as const) : BigInt(history.length - 1),
+            expectedRevision: revision < 0n ? ('no_stream' as const) : revision,
             metadata: metadataOf(context, correlationId, occurredAt),
           },
         ];

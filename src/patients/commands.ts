@@ -3,8 +3,6 @@
 // is ever written with it in clear.
 import { randomUUID, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { createDataKeys, dataKey, dataKeys, destroyDataKey, emailBlindIndex, PersonalDataErasedError, sealPersonal } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
@@ -13,6 +11,7 @@ import { tenantStream } from '../event-store/port.ts';
 import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
 import { addressesInOthersDomains } from '../email-domains/commands.ts';
 import { EMAIL_UNAVAILABLE_MESSAGE, emailUnavailable } from '../tenants/email-reservation.ts';
+import { patientsByEmailIndex } from '../../projections/fhir-resources/queries.ts';
 import { patientEmails } from '../../projections/fhir-resources/search-parameters.ts';
 import { clinicalResourceDecider } from './clinical-resource.ts';
 import { cohortDecider } from './cohort.ts';
@@ -27,33 +26,14 @@ const emailClaimStream = (employerId: string, emailIndex: string) => tenantStrea
 export const resourceStream = (employerId: string, type: ClinicalResourceType, id: string) => tenantStream(employerId, type[0]!.toLowerCase() + type.slice(1), id);
 const cohortStream = (employerId: string, cohortId: string) => tenantStream(employerId, 'cohort', cohortId);
 
-
 export type CohortResult = { cohortId: string; received: number; created: number; updated: number; unchanged: number };
-
-const patientRow = z.object({ id: z.string(), version_id: z.number(), resource: z.record(z.string(), z.unknown()) });
-
-/**
- * The current patients of these e-mail blind indexes, by index. Two single-table look-ups by `= ANY`
- * on their indexes, not a join: right after a large upload the tables have no statistics yet, and
- * the planner, expecting one row, chose a nested loop over both (16 s for 2,000 rows).
- */
-async function patientsByEmailIndex(ctx: AppContext, employerId: string, indexes: string[]) {
-  const matches = await ctx.db.slonik.any(sql.type(z.object({ resource_id: z.string(), value: z.string() }))`
-    SELECT resource_id, value FROM fhir_search_values
-    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND param = 'email' AND value = ANY(${sql.array(indexes, 'text')})`);
-  const rows = await ctx.db.slonik.any(sql.type(patientRow)`
-    SELECT id, version_id, resource FROM fhir_resources
-    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND id = ANY(${sql.array(matches.map((m) => m.resource_id), 'text')}) AND NOT erased`);
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return new Map(matches.flatMap((match) => (byId.has(match.resource_id) ? [[match.value, byId.get(match.resource_id)!] as const] : [])));
-}
 
 /**
  * Registers new patients and updates changed ones, all in one append (all rows or none) together with
  * the `CohortUploaded` event. Patients are found by the blind index of their e-mail in the read model,
  * which may lag: the plan holds only while each updated patient is at the version the read model
- * showed and each new e-mail is claimed by nobody (else the patient exists already); when it does not,
- * it is made again.
+ * showed and each new e-mail is claimed by nobody (else its patient exists already); when it does not,
+ * it is made again (handlePlannedCommands).
  */
 export async function uploadCohort(ctx: AppContext, context: CommandContext, input: { rows: CohortRow[] }): Promise<CohortResult> {
   const employerId = employerOf(context);
@@ -63,7 +43,7 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
   // Data keys of new patients, kept across plans (a key is created once per id).
   const newKeys = new Map<string, KeyObject>();
   const { result } = await handlePlannedCommands(ctx.commands, async (): Promise<CommandPlan<CohortResult>> => {
-    const existing = await patientsByEmailIndex(ctx, employerId, indexes);
+    const existing = await patientsByEmailIndex(ctx.db.slonik, employerId, indexes);
     const created: { index: number; patient: FhirJson }[] = [];
     const updated: { index: number; patient: FhirJson; id: string; version: number }[] = [];
     input.rows.forEach((row, index) => {
@@ -97,10 +77,10 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
       ...updated.map(({ index, patient, id, version }) => {
         const key = updatedKeys.get(id);
         if (!key) throw gone();
-        return { streamName: patientStream(employerId, id), decider: patientDecider, context,
-          command: { type: 'UpdatePatient', patientId: id, emailIndex: indexes[index]!, sealed: seal(patient, id, key), cohortId },
-          // The row was compared with this version.
-          asPlanned: (_state: PatientState, revision: bigint) => revision === BigInt(version - 1) };
+        // The version the row was compared with, as the read model shows it (one stream read less per row).
+        const readAs: { revision: bigint; state: PatientState } = { revision: BigInt(version - 1), state: { status: 'active', emailIndex: indexes[index]!, version } };
+        return { streamName: patientStream(employerId, id), decider: patientDecider, context, readAs,
+          command: { type: 'UpdatePatient', patientId: id, emailIndex: indexes[index]!, sealed: seal(patient, id, key), cohortId } };
       }),
       { streamName: cohortStream(employerId, cohortId), decider: cohortDecider, context, newStream: true, command: { type: 'RecordUpload', ...result } },
     ];
@@ -126,8 +106,8 @@ async function subjectPatient(ctx: AppContext, employerId: string, resource: Fhi
   return match[1]!;
 }
 
-/** A duplicate e-mail is FHIR's 409 `duplicate`; an erased patient's data key is gone: 410. */
-async function asFhirErrors<T>(run: () => Promise<T>): Promise<T> {
+/** A patient erased meanwhile has no data key to seal under any more: the resource is `gone`. */
+async function goneOnceErased<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
@@ -149,7 +129,7 @@ export async function createFhirResource(ctx: AppContext, context: CommandContex
   const employerId = employerOf(context);
   const id = randomUUID();
   const content = contentOf(input.resource);
-  return asFhirErrors(async () => {
+  return goneOnceErased(async () => {
     if (input.resourceType === 'Patient') {
       const email = emailOf(input.resource);
       const key = (await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, [id])).get(id)!;
@@ -179,7 +159,7 @@ export async function updateFhirResource(
   const employerId = employerOf(context);
   const { id, expectedVersion } = input;
   const content = contentOf(input.resource);
-  return asFhirErrors(async () => {
+  return goneOnceErased(async () => {
     if (input.resourceType === 'Patient') {
       const stream = patientStream(employerId, id);
       const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);

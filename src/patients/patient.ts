@@ -10,7 +10,7 @@ export type PatientState = { status: 'absent' | 'active' | 'erased'; emailIndex:
 type Version = { patientId: string; emailIndex: string | null; sealed: string; cohortId: string | null };
 export type PatientCommand =
   | ({ type: 'RegisterPatient' } & Version)
-  /** `expectedVersion`: the If-Match of a FHIR update (412 when the patient moved on). */
+  /** `expectedVersion`: the If-Match of a FHIR update (`precondition_failed` when the patient moved on). */
   | ({ type: 'UpdatePatient'; expectedVersion?: number } & Version)
   | { type: 'ErasePatient'; patientId: string; erasedAt: string };
 
