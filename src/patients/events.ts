@@ -1,8 +1,9 @@
 // Events of patients (src/patients/patient.ts), their e-mail claims (src/patients/email-claim.ts),
 // their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads
-// (src/patients/cohort.ts). Written as zod
-// schemas of each event's data, the types inferred; `patientEvents` is what the capability registers
-// with the event store's schema registry (all at version 1).
+// (src/patients/cohort.ts). Written as zod schemas of each event's data, the types inferred;
+// `patientEvents` is what the capability registers with the event store's schema registry (all at
+// version 1). Also what the events' content means to both sides: the FHIR resource types, the
+// content a resource's events seal (contentOf) and where it belongs (sealContext).
 //
 // No event holds personal or health data in clear: `sealed` is the FHIR resource (without id and
 // meta) sealed under the patient's data key (src/crypto/personal-data.ts), so erasing the key erases

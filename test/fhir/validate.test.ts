@@ -3,8 +3,8 @@
 // for known elements (issue 20, item 8). Each served resource type, each member of Object.prototype,
 // at the top, in a complex element and in an element of an array.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadFhirDefinitions, validationIssues } from '../../src/patients/fhir/validate.ts';
 import { FHIR_RESOURCE_TYPES, type FhirResourceType } from '../../src/patients/events.ts';
+import { loadFhirDefinitions, validationIssues } from '../../src/patients/fhir/validate.ts';
 
 /** The smallest valid resource of each type. */
 const MINIMAL: Record<FhirResourceType, Record<string, unknown>> = {
