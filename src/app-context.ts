@@ -16,7 +16,7 @@ import type { EventStore, Position } from './event-store/port.ts';
 import type { SamlRuntime } from './sso/saml-flow.ts';
 import type { ScimTokenCache } from './sso/scim-token.ts';
 import type { WebhookRuntime } from './webhooks/runtime.ts';
-import type { PatientDirectory } from './workflows/patient-directory.ts';
+import type { PatientDirectory } from '../projections/patients/queries.ts';
 
 /** Authenticates an `x-api-key` call for a route needing `scope` (built by the api-keys capability). */
 export type ApiKeyAuthenticator = (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
@@ -54,7 +54,7 @@ export type AppContext = {
   scimTokens: ScimTokenCache | null;
   /** SAML callbacks: the verifier's worker threads, the refusal counts, the per-address limit (src/sso/saml-flow.ts). */
   saml: SamlRuntime | null;
-  /** The employer's patients as the platform workflows check and count them (src/workflows/patient-directory.ts). */
+  /** The employer's patients as the platform workflows check and count them (projections/patients/queries.ts). */
   patientDirectory: PatientDirectory | null;
   /** 32-byte key for secrets that must be readable again (webhook signing secrets), from ENCRYPTION_KEY. */
   encryptionKey: KeyObject;

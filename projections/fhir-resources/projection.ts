@@ -8,9 +8,9 @@ import type { KeyObject } from 'node:crypto';
 import { sql } from 'slonik';
 import { dataKeys, emailBlindIndex, openPersonal } from '../../src/crypto/personal-data.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
-import { sealContext, type ClinicalResourceEvent, type PatientEvent } from '../../src/patients/events.ts';
-import { withMeta } from '../../src/fhir/resource.ts';
-import { indexValues, type FhirJson, type FhirResourceType } from '../../src/fhir/search-parameters.ts';
+import { sealContext, type ClinicalResourceEvent, type FhirJson, type FhirResourceType, type PatientEvent } from '../../src/patients/events.ts';
+import { withMeta } from './queries.ts';
+import { indexValues } from './search-parameters.ts';
 
 type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null };
 

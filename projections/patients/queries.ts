@@ -4,9 +4,8 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { pageOf, type Keyset } from '../../src/http/page.ts';
-import { startsWithPattern } from '../../src/fhir/search-parameters.ts';
-import { EXTERNAL_ID_SYSTEM } from '../../src/patients/cohort-row.ts';
-import type { PatientDirectory } from '../../src/workflows/patient-directory.ts';
+import { EXTERNAL_ID_SYSTEM } from '../../src/patients/events.ts';
+import { startsWithPattern } from '../fhir-resources/search-parameters.ts';
 
 export const cohortSummary = z
   .object({
@@ -124,9 +123,20 @@ export async function listRoster(pool: CommonQueryMethods, employerId: string, {
 }
 
 /**
- * The platform workflows' PatientDirectory over the read models: a patient is the employer's
- * non-erased Patient in fhir_resources; a cohort's patients are its `cohort_members` (an erasure
- * removes the patient from them).
+ * The patients of an employer as the platform workflows check and count them: a request about a
+ * patient of another employer (or none) is refused, and a simulation counts the members it projects
+ * costs for.
+ */
+export type PatientDirectory = {
+  /** The patient exists, belongs to this employer and is not erased. */
+  exists(employerId: string, patientId: string): Promise<boolean>;
+  /** The employer's active patients, or those of one of its cohorts. */
+  countActive(employerId: string, cohortId?: string | null): Promise<number>;
+};
+
+/**
+ * The PatientDirectory over the read models: a patient is the employer's non-erased Patient in
+ * fhir_resources; a cohort's patients are its `cohort_members` (an erasure removes the patient from them).
  */
 export function readModelPatientDirectory(pool: CommonQueryMethods): PatientDirectory {
   return {

@@ -22,7 +22,7 @@ export type Role = (typeof ROLES)[number];
 
 /**
  * What a browser session may do on dual-mode routes, by role. Patients use the member app; of these
- * routes they may only read FHIR, and only their own compartment (src/fhir/compartment.ts).
+ * routes they may only read FHIR, and only their own compartment (src/patients/fhir/compartment.ts).
  */
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   EMPLOYER_ADMIN: SCOPES,

@@ -1,7 +1,9 @@
 // Runs a command against one stream: load, fold, decide, append with the loaded revision as the
 // expected one, and on a concurrent writer's conflict start over (a few times). After a successful
 // append it waits until the read models have caught up, so the caller's next query sees its write.
-// `handleCommands` does the same for commands on several streams that must take effect together.
+// `handleCommands` does the same for commands on several streams that must take effect together, and
+// `handlePlannedCommands` for such commands planned from read models, planned again on a conflict.
+// The events' metadata (actor, correlation, causation, time) is built here, and only here.
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
@@ -43,6 +45,18 @@ export type StreamCommand<Command, Event extends DomainEvent, State> = {
    * the command is refused with 412 PRECONDITION_FAILED instead of being decided again.
    */
   precondition?: (revision: bigint) => boolean;
+  /**
+   * For a command of a plan (handlePlannedCommands): the stream as the plan read it in a read model,
+   * its revision and the state there. The stream is not read again; the append expects that revision,
+   * so when the read model lagged it fails, and the plan is made again.
+   */
+  readAs?: { revision: bigint; state: State };
+  /**
+   * For a command of a plan: whether the stream's state is still what the plan assumed of it (an
+   * e-mail nobody claims, say). When it is not, the read model the plan read lags: the plan is made
+   * again, instead of the command being decided.
+   */
+  asPlanned?: (state: State) => boolean;
 };
 
 export type CommandResult<Event, State> = { newEvents: Event[]; state: State; position: Position | null };
@@ -76,45 +90,71 @@ export async function handleCommands<const Commands extends readonly AnyStreamCo
   deps: CommandDeps,
   commands: Commands,
 ): Promise<{ results: ResultsOf<Commands>; position: Position | null; occurredAt: string }> {
+  const { results, position, occurredAt } = await handlePlannedCommands(deps, async () => ({ commands, result: null }));
+  return { results: results as ResultsOf<Commands>, position, occurredAt };
+}
+
+/** Commands on several streams, and what the caller answers once they are written. */
+export type CommandPlan<Result> = { commands: readonly AnyStreamCommand[]; result: Result };
+
+/**
+ * A multi-stream command whose commands are planned from read models (which streams to write, at which
+ * revisions): `plan` is made again before every attempt, so a concurrent writer's conflict, or a
+ * stream no longer as the plan read it (`asPlanned`), is planned again on fresher reads.
+ */
+export async function handlePlannedCommands<Result>(
+  deps: CommandDeps,
+  plan: () => Promise<CommandPlan<Result>>,
+): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string }> {
   const { eventStore } = deps;
-  const correlationId = commands[0]?.context.correlationId ?? randomUUID();
+  // The correlation of commands whose context names none: one for every attempt.
+  let fallbackCorrelationId: string | undefined;
   for (let attempt = 1; ; attempt++) {
+    const { commands, result } = await plan();
+    const correlationId = (fallbackCorrelationId ??= commands[0]?.context.correlationId ?? randomUUID());
     const occurredAt = new Date().toISOString();
     const decided = await Promise.all(
-      commands.map(async ({ streamName, decider, command, newStream, precondition }) => {
+      commands.map(async ({ streamName, decider, command, newStream, precondition, readAs, asPlanned }) => {
+        if (readAs) return { revision: readAs.revision, state: readAs.state, newEvents: decider.decide(command, readAs.state) as DomainEvent[] };
         const history: DomainEvent[] = newStream && attempt === 1 ? [] : await eventStore.readStream(streamName);
-        if (precondition && !precondition(BigInt(history.length - 1))) {
+        const revision = BigInt(history.length - 1);
+        if (precondition && !precondition(revision)) {
           throw new DomainError('precondition_failed', 'PRECONDITION_FAILED', 'The resource changed since the version the request is based on.');
         }
         const state = fold(decider, history);
-        return { history, state, newEvents: decider.decide(command, state) as DomainEvent[] };
+        if (asPlanned && !asPlanned(state)) return null;
+        return { revision, state, newEvents: decider.decide(command, state) as DomainEvent[] };
       }),
     );
-    const results = decided.map(({ state, newEvents }, index) => ({ newEvents, state: newEvents.reduce(commands[index]!.decider.evolve, state) }));
-    const appends = decided.flatMap(({ history, newEvents }, index) => {
-      if (newEvents.length === 0) return [];
-      const { streamName, context } = commands[index]!;
-      return [
-        {
-          streamName,
-          events: newEvents.map(({ type, data }) => ({ type, data })),
-          expectedRevision: history.length === 0 ? ('no_stream' as const) : BigInt(history.length - 1),
-          metadata: metadataOf(context, correlationId, occurredAt),
-        },
-      ];
-    });
-    if (appends.length === 0) return { results: results as ResultsOf<Commands>, position: null, occurredAt };
-    try {
-      const { position } = await eventStore.appendToStreams(appends);
-      await deps.waitForProjections(position, [...new Set(decided.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
-      return { results: results as ResultsOf<Commands>, position, occurredAt };
-    } catch (error) {
-      if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) {
-        await setTimeout(Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** attempt));
-        continue;
+    const stale = decided.findIndex((decision) => decision === null);
+    if (stale < 0) {
+      const decisions = decided as NonNullable<(typeof decided)[number]>[];
+      const results = decisions.map(({ state, newEvents }, index) => ({ newEvents, state: newEvents.reduce(commands[index]!.decider.evolve, state) }));
+      const appends = decisions.flatMap(({ revision, newEvents }, index) => {
+        if (newEvents.length === 0) return [];
+        const { streamName, context } = commands[index]!;
+        return [
+          {
+            streamName,
+            events: newEvents.map(({ type, data }) => ({ type, data })),
+            expectedRevision: revision < 0n ? ('no_stream' as const) : revision,
+            metadata: metadataOf(context, correlationId, occurredAt),
+          },
+        ];
+      });
+      if (appends.length === 0) return { result, results, position: null, occurredAt };
+      try {
+        const { position } = await eventStore.appendToStreams(appends);
+        await deps.waitForProjections(position, [...new Set(decisions.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
+        return { result, results, position, occurredAt };
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
       }
-      throw error;
+    } else if (attempt >= MAX_ATTEMPTS) {
+      // A plan still stale after every attempt fails as a conflict would (409 CONCURRENT_MODIFICATION).
+      throw new WrongExpectedRevisionError(commands[stale]!.streamName, 'any');
     }
+    await setTimeout(Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** attempt));
   }
 }
 

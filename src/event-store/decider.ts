@@ -18,7 +18,7 @@ export type Decider<Command, Event extends DomainEvent, State> = {
  * which status that is (src/http/errors.ts).
  */
 export type ErrorKind =
-  | 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'gone' | 'precondition_failed'
+  | 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'not_acceptable' | 'conflict' | 'gone' | 'precondition_failed'
   | 'too_large' | 'unprocessable' | 'too_many' | 'unavailable';
 
 /**

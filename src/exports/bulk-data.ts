@@ -6,7 +6,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { FHIR_PATH } from '../fhir/routes.ts';
+import { FHIR_PATH } from '../patients/fhir/interaction.ts';
 import { EXPORT_PAGE_ROWS } from './roster.ts';
 import { lockExport, writeChunkFromQuery, type ExportRow } from './store.ts';
 

@@ -5,14 +5,15 @@ import { sql, type DatabasePool } from 'slonik';
 import type { JobHelpers, TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { tenantStream, WrongExpectedRevisionError } from '../event-store/port.ts';
+import { handleCommand } from '../event-store/command-handler.ts';
+import { tenantStream } from '../event-store/port.ts';
 import type { Keyset } from '../http/page.ts';
 import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
 import { webhookRuntimeOf } from '../webhooks/runtime.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
-import type { ExportCompleted } from './events.ts';
+import { exportDecider } from './export.ts';
 import { rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
 import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportRow } from './store.ts';
@@ -83,23 +84,16 @@ async function runExport(ctx: AppContext, job: ExportJob, helpers: JobHelpers): 
 }
 
 /**
- * Appends ExportCompleted (the webhook `export.ready`) after the export is marked completed, so a
- * receiver that downloads at once finds the file. Once per export: a retried job finds the stream there.
+ * Records ExportCompleted (the webhook `export.ready`) after the export is marked completed, so a
+ * receiver that downloads at once finds the file. Once per export: a retried job finds it recorded.
  */
 async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: string): Promise<void> {
-  const completed: ExportCompleted = { type: 'ExportCompleted', data: { exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl } };
-  try {
-    await ctx.eventStore.appendToStream(
-      tenantStream(row.employer_id, 'export', row.export_id),
-      [completed],
-      {
-        expectedRevision: 'no_stream',
-        metadata: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id, causationId: null, occurredAt: new Date().toISOString() },
-      },
-    );
-  } catch (error) {
-    if (!(error instanceof WrongExpectedRevisionError)) throw error;
-  }
+  await handleCommand(ctx.commands, {
+    streamName: tenantStream(row.employer_id, 'export', row.export_id),
+    decider: exportDecider,
+    command: { type: 'CompleteExport', exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl },
+    context: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id },
+  });
 }
 
 /**

@@ -1,10 +1,7 @@
 // A cohort row (one patient of an upload) and the FHIR Patient it stands for. The way back (a Patient's
 // cohort-row fields, as the roster shows them) is read in Postgres: projections/patients/queries.ts.
 import { z } from 'zod';
-import type { FhirJson } from '../fhir/search-parameters.ts';
-
-/** The identifier system of a cohort row's externalId. */
-export const EXTERNAL_ID_SYSTEM = 'urn:employer-integrations:external-id';
+import { EXTERNAL_ID_SYSTEM, type FhirJson } from './events.ts';
 
 export const MAX_COHORT_ROWS = 10_000;
 /** 10,000 rows of generous size fit; beyond, 413 names this limit. */

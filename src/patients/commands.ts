@@ -3,67 +3,47 @@
 // is ever written with it in clear.
 import { randomUUID, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { createDataKeys, dataKey, dataKeys, destroyDataKey, emailBlindIndex, PersonalDataErasedError, sealPersonal } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
-import { employerOf, handleCommands, type CommandContext, type StreamCommand } from '../event-store/command-handler.ts';
-import { tenantStream, WrongExpectedRevisionError, type AppendMetadata, type StreamAppend } from '../event-store/port.ts';
+import { employerOf, handleCommands, handlePlannedCommands, type CommandContext, type CommandPlan, type StreamCommand } from '../event-store/command-handler.ts';
+import { tenantStream } from '../event-store/port.ts';
 import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
 import { addressesInOthersDomains } from '../email-domains/commands.ts';
 import { EMAIL_UNAVAILABLE_MESSAGE, emailUnavailable } from '../tenants/email-reservation.ts';
-import { fhirError } from '../fhir/outcome.ts';
-import { contentOf } from '../fhir/resource.ts';
-import { patientEmails, type FhirJson, type FhirResourceType } from '../fhir/search-parameters.ts';
+import { patientsByEmailIndex } from '../../projections/fhir-resources/queries.ts';
+import { patientEmails } from '../../projections/fhir-resources/search-parameters.ts';
 import { clinicalResourceDecider } from './clinical-resource.ts';
+import { cohortDecider } from './cohort.ts';
 import { patientFromRow, type CohortRow } from './cohort-row.ts';
-import { sealContext, type ClinicalResourceType } from './events.ts';
-import { emailClaimDecider, gone, patientDecider, type EmailClaimState } from './patient.ts';
+import { emailClaimDecider, type EmailClaimState } from './email-claim.ts';
+import { contentOf, sealContext, type ClinicalResourceType, type FhirJson, type FhirResourceType } from './events.ts';
+import { fhirError } from './fhir/outcome.ts';
+import { gone, patientDecider, type PatientState } from './patient.ts';
 
 export const patientStream = (employerId: string, patientId: string) => tenantStream(employerId, 'patient', patientId);
 const emailClaimStream = (employerId: string, emailIndex: string) => tenantStream(employerId, 'patientEmail', emailIndex);
 export const resourceStream = (employerId: string, type: ClinicalResourceType, id: string) => tenantStream(employerId, type[0]!.toLowerCase() + type.slice(1), id);
 const cohortStream = (employerId: string, cohortId: string) => tenantStream(employerId, 'cohort', cohortId);
 
-
 export type CohortResult = { cohortId: string; received: number; created: number; updated: number; unchanged: number };
-
-const patientRow = z.object({ id: z.string(), version_id: z.number(), resource: z.record(z.string(), z.unknown()) });
-
-/**
- * The current patients of these e-mail blind indexes, by index. Two single-table look-ups by `= ANY`
- * on their indexes, not a join: right after a large upload the tables have no statistics yet, and
- * the planner, expecting one row, chose a nested loop over both (16 s for 2,000 rows).
- */
-async function patientsByEmailIndex(ctx: AppContext, employerId: string, indexes: string[]) {
-  const matches = await ctx.db.slonik.any(sql.type(z.object({ resource_id: z.string(), value: z.string() }))`
-    SELECT resource_id, value FROM fhir_search_values
-    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND param = 'email' AND value = ANY(${sql.array(indexes, 'text')})`);
-  const rows = await ctx.db.slonik.any(sql.type(patientRow)`
-    SELECT id, version_id, resource FROM fhir_resources
-    WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND id = ANY(${sql.array(matches.map((m) => m.resource_id), 'text')}) AND NOT erased`);
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return new Map(matches.flatMap((match) => (byId.has(match.resource_id) ? [[match.value, byId.get(match.resource_id)!] as const] : [])));
-}
 
 /**
  * Registers new patients and updates changed ones, all in one append (all rows or none) together with
- * the `CohortUploaded` event. Patients are found by the blind index of their e-mail in the read model;
- * the e-mail claims and the patients' expected revisions hold against a read model that lags: the
- * append then fails and the upload is planned again.
+ * the `CohortUploaded` event. Patients are found by the blind index of their e-mail in the read model,
+ * which may lag: the plan holds only while each updated patient is at the version the read model
+ * showed and each new e-mail is claimed by nobody (else its patient exists already); when it does not,
+ * it is made again (handlePlannedCommands).
  */
 export async function uploadCohort(ctx: AppContext, context: CommandContext, input: { rows: CohortRow[] }): Promise<CohortResult> {
   const employerId = employerOf(context);
   const cohortId = randomUUID();
   const indexes = input.rows.map((row) => emailBlindIndex(ctx.encryptionKey, employerId, row.email));
   const newIds = input.rows.map(() => randomUUID());
-  // Revisions of e-mail claims learnt after a failed append (an address released by an erasure).
-  const claims = new Map<string, { revision: bigint; state: EmailClaimState }>();
-  // Data keys of new patients, kept across attempts (a key is created once per id).
+  // Data keys of new patients, kept across plans (a key is created once per id).
   const newKeys = new Map<string, KeyObject>();
-  for (let attempt = 1; ; attempt++) {
-    const existing = await patientsByEmailIndex(ctx, employerId, indexes);
+  const { result } = await handlePlannedCommands(ctx.commands, async (): Promise<CommandPlan<CohortResult>> => {
+    const existing = await patientsByEmailIndex(ctx.db.slonik, employerId, indexes);
     const created: { index: number; patient: FhirJson }[] = [];
     const updated: { index: number; patient: FhirJson; id: string; version: number }[] = [];
     input.rows.forEach((row, index) => {
@@ -82,59 +62,37 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
     const keyless = created.map(({ index }) => newIds[index]!).filter((id) => !newKeys.has(id));
     for (const [id, key] of await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, keyless)) newKeys.set(id, key);
     const updatedKeys = await dataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, updated.map(({ id }) => id));
-    const metadata = eventMetadata(context);
     const seal = (patient: FhirJson, id: string, key: KeyObject) => sealPersonal(contentOf(patient), key, sealContext(employerId, 'Patient', id));
-    const appends: StreamAppend[] = [
+    const commands: StreamCommand<any, any, any>[] = [
       ...created.flatMap(({ index, patient }) => {
         const patientId = newIds[index]!;
         const emailIndex = indexes[index]!;
-        const claim = claims.get(emailIndex);
         return [
-          { streamName: patientStream(employerId, patientId), expectedRevision: 'no_stream' as const, metadata,
-            events: [{ type: 'PatientRegistered', data: { patientId, emailIndex, sealed: seal(patient, patientId, newKeys.get(patientId)!), cohortId } }] },
-          { streamName: emailClaimStream(employerId, emailIndex), expectedRevision: claim ? claim.revision : ('no_stream' as const), metadata,
-            events: [{ type: 'PatientEmailClaimed', data: { emailIndex, patientId } }] },
+          { streamName: patientStream(employerId, patientId), decider: patientDecider, context, newStream: true,
+            command: { type: 'RegisterPatient', patientId, emailIndex, sealed: seal(patient, patientId, newKeys.get(patientId)!), cohortId } },
+          // A claim stream may exist, released by an erasure; one held is a patient the read model does not show yet.
+          { ...claimCommand(employerId, emailIndex, patientId, context), newStream: true, asPlanned: (state: EmailClaimState) => state.holder === null },
         ];
       }),
       ...updated.map(({ index, patient, id, version }) => {
         const key = updatedKeys.get(id);
         if (!key) throw gone();
-        return { streamName: patientStream(employerId, id), expectedRevision: BigInt(version - 1), metadata,
-          events: [{ type: 'PatientUpdated', data: { patientId: id, emailIndex: indexes[index]!, sealed: seal(patient, id, key), cohortId } }] };
+        // The version the row was compared with, as the read model shows it (one stream read less per row).
+        const readAs: { revision: bigint; state: PatientState } = { revision: BigInt(version - 1), state: { status: 'active', emailIndex: indexes[index]!, version } };
+        return { streamName: patientStream(employerId, id), decider: patientDecider, context, readAs,
+          command: { type: 'UpdatePatient', patientId: id, emailIndex: indexes[index]!, sealed: seal(patient, id, key), cohortId } };
       }),
-      { streamName: cohortStream(employerId, cohortId), expectedRevision: 'no_stream', metadata, events: [{ type: 'CohortUploaded', data: result }] },
+      { streamName: cohortStream(employerId, cohortId), decider: cohortDecider, context, newStream: true, command: { type: 'RecordUpload', ...result } },
     ];
-    try {
-      const { position } = await ctx.eventStore.appendToStreams(appends);
-      await ctx.commands.waitForProjections(position, ['PatientRegistered', 'PatientUpdated', 'CohortUploaded']);
-      return result;
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError) || attempt >= 5) throw error;
-      // Someone else wrote meanwhile, or an e-mail's claim stream exists (released by an erasure, or
-      // claimed by a patient the read model does not show yet): learn the claims, then plan again.
-      for (const { index } of created) {
-        const events = await ctx.eventStore.readStream(emailClaimStream(employerId, indexes[index]!));
-        if (events.length > 0) claims.set(indexes[index]!, { revision: BigInt(events.length - 1), state: fold(emailClaimDecider, events as never) });
-      }
-      if ([...claims.values()].some(({ state }) => state.holder !== null)) await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-    }
-  }
-}
-
-function eventMetadata(context: CommandContext): AppendMetadata {
-  return {
-    tenantId: context.tenantId,
-    actor: context.actor,
-    correlationId: context.correlationId ?? randomUUID(),
-    causationId: context.causationId ?? null,
-    occurredAt: new Date().toISOString(),
-  };
+    return { commands, result };
+  });
+  return result;
 }
 
 /** The one e-mail a Patient may carry (its identity in the employer), or null. */
 function emailOf(patient: FhirJson): string | null {
   const emails = [...new Set(patientEmails(patient).map((email) => email.trim().toLowerCase()))];
-  if (emails.length > 1) throw fhirError(400, 'A Patient carries at most one e-mail address (telecom with system email).');
+  if (emails.length > 1) throw fhirError('invalid', 'A Patient carries at most one e-mail address (telecom with system email).');
   return emails[0] ?? null;
 }
 
@@ -142,14 +100,14 @@ function emailOf(patient: FhirJson): string | null {
 async function subjectPatient(ctx: AppContext, employerId: string, resource: FhirJson): Promise<string> {
   const reference = resource.subject?.reference;
   const match = typeof reference === 'string' ? /^(?:.*\/)?Patient\/([A-Za-z0-9.-]{1,64})$/.exec(reference) : null;
-  if (!match) throw fhirError(400, 'subject must reference a Patient of this employer: Patient/<id>.');
+  if (!match) throw fhirError('invalid', 'subject must reference a Patient of this employer: Patient/<id>.');
   const state = fold(patientDecider, (await ctx.eventStore.readStream(patientStream(employerId, match[1]!))) as never);
-  if (state.status !== 'active') throw fhirError(400, `subject ${reference} is not a patient of this employer.`);
+  if (state.status !== 'active') throw fhirError('invalid', `subject ${reference} is not a patient of this employer.`);
   return match[1]!;
 }
 
-/** A duplicate e-mail is FHIR's 409 `duplicate`; an erased patient's data key is gone: 410. */
-async function asFhirErrors<T>(run: () => Promise<T>): Promise<T> {
+/** A patient erased meanwhile has no data key to seal under any more: the resource is `gone`. */
+async function goneOnceErased<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
@@ -171,7 +129,7 @@ export async function createFhirResource(ctx: AppContext, context: CommandContex
   const employerId = employerOf(context);
   const id = randomUUID();
   const content = contentOf(input.resource);
-  return asFhirErrors(async () => {
+  return goneOnceErased(async () => {
     if (input.resourceType === 'Patient') {
       const email = emailOf(input.resource);
       const key = (await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, [id])).get(id)!;
@@ -201,11 +159,11 @@ export async function updateFhirResource(
   const employerId = employerOf(context);
   const { id, expectedVersion } = input;
   const content = contentOf(input.resource);
-  return asFhirErrors(async () => {
+  return goneOnceErased(async () => {
     if (input.resourceType === 'Patient') {
       const stream = patientStream(employerId, id);
       const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
-      if (current.status === 'absent') throw fhirError(404, `Patient/${id} was not found.`);
+      if (current.status === 'absent') throw fhirError('not_found', `Patient/${id} was not found.`);
       if (current.status === 'erased') throw gone();
       const email = emailOf(input.resource);
       const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);

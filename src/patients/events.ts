@@ -1,5 +1,7 @@
-// Events of patients and their e-mail claims (src/patients/patient.ts), their clinical FHIR resources
-// (src/patients/clinical-resource.ts) and cohort uploads.
+// Events of patients (src/patients/patient.ts), their e-mail claims (src/patients/email-claim.ts),
+// their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads
+// (src/patients/cohort.ts). Also what the events' content means to both sides: the FHIR resource types, the
+// content a resource's events seal (contentOf) and where it belongs (sealContext).
 //
 // No event holds personal or health data in clear: `sealed` is the FHIR resource (without id and
 // meta) sealed under the patient's data key (src/crypto/personal-data.ts), so erasing the key erases
@@ -15,6 +17,20 @@ const id = z.string().max(64);
 
 export const CLINICAL_RESOURCE_TYPES = ['CarePlan', 'Observation', 'DiagnosticReport', 'MedicationRequest'] as const;
 export type ClinicalResourceType = (typeof CLINICAL_RESOURCE_TYPES)[number];
+
+/** The FHIR resource types whose versions these events are: a Patient, or a clinical resource of one. */
+export const FHIR_RESOURCE_TYPES = ['Patient', ...CLINICAL_RESOURCE_TYPES] as const;
+export type FhirResourceType = (typeof FHIR_RESOURCE_TYPES)[number];
+
+export function isFhirResourceType(type: string): type is FhirResourceType {
+  return (FHIR_RESOURCE_TYPES as readonly string[]).includes(type);
+}
+
+// Resources arrive validated against the R4 StructureDefinitions; reading them loosely is safe.
+export type FhirJson = Record<string, any>;
+
+/** The identifier system of a cohort row's externalId, in the Patient a cohort upload writes. */
+export const EXTERNAL_ID_SYSTEM = 'urn:employer-integrations:external-id';
 
 const patientFields = z.object({
   patientId: id,
@@ -53,6 +69,12 @@ export type PatientEvent = EventOf<(typeof patientStreamEvents)[number]>;
 export type EmailClaimEvent = EventOf<(typeof emailClaimEvents)[number]>;
 export type ClinicalResourceEvent = EventOf<(typeof clinicalResourceEvents)[number]>;
 export type CohortUploaded = EventOf<typeof cohortUploaded>;
+
+/** What a resource's events seal: the parts of it the client owns, everything but its type, id and meta. */
+export function contentOf(resource: FhirJson): FhirJson {
+  const { resourceType: _type, id: _id, meta: _meta, ...content } = resource;
+  return content;
+}
 
 /** Where a sealed resource belongs: the associated data it is sealed with, so it opens nowhere else. */
 export const sealContext = (employerId: string, resourceType: string, resourceId: string) => `${employerId}/${resourceType}/${resourceId}`;

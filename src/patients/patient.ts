@@ -1,18 +1,16 @@
 // The patient aggregate (stream `tenant-<employerId>.patient-<patientId>`): a member of an employer's
 // plan, whose FHIR Patient resource is sealed under the patient's own data key. Its version (FHIR
-// meta.versionId, the ETag) is the number of resource versions written. And the e-mail claim
-// (`tenant-<employerId>.patientEmail-<blind index>`): one patient per e-mail in an employer, held by a
-// stream appended to together with the patient's events, not by a read model that lags.
+// meta.versionId, the ETag) is the number of resource versions written. Its e-mail is held by the
+// e-mail claim (email-claim.ts).
 import { DomainError, type Decider } from '../event-store/decider.ts';
-import { emailUnavailable } from '../tenants/email-reservation.ts';
-import type { EmailClaimEvent, PatientEvent } from './events.ts';
+import type { PatientEvent } from './events.ts';
 
 export type PatientState = { status: 'absent' | 'active' | 'erased'; emailIndex: string | null; version: number };
 
 type Version = { patientId: string; emailIndex: string | null; sealed: string; cohortId: string | null };
 export type PatientCommand =
   | ({ type: 'RegisterPatient' } & Version)
-  /** `expectedVersion`: the If-Match of a FHIR update (412 when the patient moved on). */
+  /** `expectedVersion`: the If-Match of a FHIR update (`precondition_failed` when the patient moved on). */
   | ({ type: 'UpdatePatient'; expectedVersion?: number } & Version)
   | { type: 'ErasePatient'; patientId: string; erasedAt: string };
 
@@ -50,21 +48,5 @@ export const patientDecider: Decider<PatientCommand, PatientEvent, PatientState>
         if (state.status === 'erased') return [];
         return [{ type: 'PatientErased', data: { patientId: command.patientId, erasedAt: command.erasedAt } }];
     }
-  },
-};
-
-export type EmailClaimState = { holder: string | null };
-export type EmailClaimCommand = { type: 'ClaimEmail' | 'ReleaseEmail'; emailIndex: string; patientId: string };
-
-export const emailClaimDecider: Decider<EmailClaimCommand, EmailClaimEvent, EmailClaimState> = {
-  initialState: () => ({ holder: null }),
-  evolve: (_state, event) => ({ holder: event.type === 'PatientEmailClaimed' ? event.data.patientId : null }),
-  decide(command, state) {
-    const data = { emailIndex: command.emailIndex, patientId: command.patientId };
-    if (command.type === 'ReleaseEmail') return state.holder === command.patientId ? [{ type: 'PatientEmailReleased', data }] : [];
-    if (state.holder === command.patientId) return [];
-    // The same answer as for an address in another employer's domain (src/tenants/email-reservation.ts).
-    if (state.holder !== null) throw emailUnavailable();
-    return [{ type: 'PatientEmailClaimed', data }];
   },
 };

@@ -11,7 +11,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capability } from '../../src/capability.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
-import { fhirErrorShape } from '../../src/fhir/outcome.ts';
+import { fhirErrorShape } from '../../src/patients/fhir/outcome.ts';
 import { defineRoute } from '../../src/http/route.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { freePort } from '../support/ports.ts';

@@ -1,11 +1,12 @@
 // FHIR Bulk Data driven as a client would (plain fetch): kick-off (system, patient and group level) by
 // POST Parameters and by GET query, polling, the manifest, NDJSON downloads whose every line is a valid
 // R4 resource (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
-// unsupported, 429 while one runs, cancel, 404 for another employer, and 403 for a PATIENT session.
+// unsupported, 429 while one runs, 500 once one failed, cancel, 404 for another employer, and 403 for a
+// PATIENT session.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertExport } from '../../src/exports/store.ts';
-import { validationIssues } from '../../src/fhir/validate.ts';
+import { insertExport, markFailed } from '../../src/exports/store.ts';
+import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
@@ -148,6 +149,16 @@ describe('FHIR Bulk Data export', () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(((await refused.json()) as any).issue[0].code).toBe('throttled');
+  });
+
+  it('answers the status of a failed export with 500 and an OperationOutcome naming the failure', async () => {
+    const tenant = await exportTenant(service);
+    await insertExport(service.ctx.db.slonik, { employerId: tenant.employerId, exportId: 'failed', kind: 'fhir', request: { url: '', types: ['Patient'], since: null } });
+    await markFailed(service.ctx.db.slonik, tenant.employerId, 'failed', 'The export could not be written.');
+    const polled = await tenant.fetch('/api/fhir/bulk-export/failed');
+    expect(polled.status).toBe(500);
+    expect(polled.headers.get('content-type')).toMatch(/^application\/fhir\+json/);
+    expect(await polled.json()).toEqual({ resourceType: 'OperationOutcome', issue: [{ severity: 'fatal', code: 'exception', diagnostics: 'The export could not be written.' }] });
   });
 
   it('cancels: DELETE answers 202, later polls and downloads 404 with an OperationOutcome', async () => {

@@ -1,10 +1,10 @@
-// FHIR validation (src/fhir/validate.ts) of elements named after what every object inherits: the
+// FHIR validation (src/patients/fhir/validate.ts) of elements named after what every object inherits: the
 // validator looks elements up in ordinary objects, and so took `constructor`, `toString` or `valueOf`
 // for known elements (issue 20, item 8). Each served resource type, each member of Object.prototype,
 // at the top, in a complex element and in an element of an array.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadFhirDefinitions, validationIssues } from '../../src/fhir/validate.ts';
-import { FHIR_RESOURCE_TYPES, type FhirResourceType } from '../../src/fhir/search-parameters.ts';
+import { FHIR_RESOURCE_TYPES, type FhirResourceType } from '../../src/patients/events.ts';
+import { loadFhirDefinitions, validationIssues } from '../../src/patients/fhir/validate.ts';
 
 /** The smallest valid resource of each type. */
 const MINIMAL: Record<FhirResourceType, Record<string, unknown>> = {

@@ -7,7 +7,7 @@ import { DomainError } from '../../src/event-store/decider.ts';
 import { JsonBudgetScan, type JsonBodyBudget } from '../../src/http/json-budget.ts';
 import { JSON_DEPTH_MAX } from '../../src/http/limits.ts';
 import { MAX_COHORT_ROWS } from '../../src/patients/cohort-row.ts';
-import { COHORT_JSON_VALUES_MAX } from '../../src/patients/routes.ts';
+import { COHORT_JSON_VALUES_MAX } from '../../src/patients/routes/cohorts.ts';
 
 const UNBOUNDED: JsonBodyBudget = { values: Number.MAX_SAFE_INTEGER };
 // The scan says which bound was passed; the route's hook makes the refusal.

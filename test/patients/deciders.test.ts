@@ -1,8 +1,10 @@
-// The patient, e-mail claim and clinical resource deciders: given / when / then, no database.
+// The patient, e-mail claim, clinical resource and cohort deciders: given / when / then, no database.
 import { describe, it } from 'vitest';
 import { clinicalResourceDecider } from '../../src/patients/clinical-resource.ts';
-import type { ClinicalResourceEvent, EmailClaimEvent, PatientEvent } from '../../src/patients/events.ts';
-import { emailClaimDecider, patientDecider } from '../../src/patients/patient.ts';
+import { cohortDecider } from '../../src/patients/cohort.ts';
+import type { ClinicalResourceEvent, CohortUploaded, EmailClaimEvent, PatientEvent } from '../../src/patients/events.ts';
+import { emailClaimDecider } from '../../src/patients/email-claim.ts';
+import { patientDecider } from '../../src/patients/patient.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const version = { patientId: 'p1', emailIndex: 'idx-a', sealed: 'v1.sealed', cohortId: null };
@@ -53,5 +55,15 @@ describe('clinical resource decider', () => {
     given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 1 }).then([{ type: 'ClinicalResourceUpdated', data: content }]);
     given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).thenThrows({ kind: 'precondition_failed' });
     given([]).when({ type: 'UpdateResource', ...content }).thenThrows({ kind: 'not_found' });
+  });
+});
+
+describe('cohort decider', () => {
+  const given = deciderSpec(cohortDecider);
+  const summary = { cohortId: 'c1', received: 3, created: 1, updated: 1, unchanged: 1 };
+  const uploaded: CohortUploaded = { type: 'CohortUploaded', data: summary };
+  it('records an upload\'s summary once', () => {
+    given([]).when({ type: 'RecordUpload', ...summary }).then([uploaded]);
+    given([uploaded]).when({ type: 'RecordUpload', ...summary }).thenThrows({ kind: 'conflict', code: 'COHORT_EXISTS' });
   });
 });

@@ -100,7 +100,7 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
 
 /**
  * Every operation a PATIENT session may call: its own session, and FHIR reads, which its compartment
- * confines (src/fhir/compartment.ts). Opening another route to patients means adding it here.
+ * confines (src/patients/fhir/compartment.ts). Opening another route to patients means adding it here.
  */
 const PATIENT_OPERATIONS = [
   'GET /api/auth/session',

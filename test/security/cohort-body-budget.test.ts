@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FHIR_JSON_VALUES_MAX, JSON_VALUES_MAX } from '../../src/http/limits.ts';
 import { MAX_COHORT_ROWS } from '../../src/patients/cohort-row.ts';
-import { COHORT_JSON_VALUES_MAX } from '../../src/patients/routes.ts';
+import { COHORT_JSON_VALUES_MAX } from '../../src/patients/routes/cohorts.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { scimTenant } from '../scim/scim-client.ts';

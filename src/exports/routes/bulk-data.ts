@@ -14,9 +14,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
-import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../fhir/outcome.ts';
-import { FHIR_PATH } from '../../fhir/routes.ts';
-import { FHIR_RESOURCE_TYPES } from '../../fhir/search-parameters.ts';
+import { FHIR_RESOURCE_TYPES } from '../../patients/events.ts';
+import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
+import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../patients/fhir/outcome.ts';
 import { defineRoute } from '../../http/route.ts';
 import { instantMillis, INSTANT_RANGE_MESSAGE } from '../../http/instant.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
@@ -58,15 +58,15 @@ function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQue
     const fromBody = (body?.parameter ?? []).filter((p) => p.name === name).map((p) => p.valueString ?? p.valueInstant ?? p.valueCode);
     return [...(Array.isArray(fromQuery) ? fromQuery : fromQuery === undefined ? [] : [fromQuery]), ...fromBody].map(String);
   };
-  if (!String(request.headers.prefer ?? '').includes('respond-async')) throw fhirError(400, 'A bulk export needs the header Prefer: respond-async.');
+  if (!String(request.headers.prefer ?? '').includes('respond-async')) throw fhirError('invalid', 'A bulk export needs the header Prefer: respond-async.');
   const formats = values('_outputFormat');
   const badFormat = formats.find((format) => !NDJSON_FORMATS.has(format));
-  if (badFormat) throw fhirError(400, `_outputFormat ${badFormat} is not supported: application/fhir+ndjson only.`);
+  if (badFormat) throw fhirError('invalid', `_outputFormat ${badFormat} is not supported: application/fhir+ndjson only.`);
   const requested = values('_type').flatMap((types) => types.split(',')).map((type) => type.trim()).filter(Boolean);
   const unsupported = requested.filter((type) => !(FHIR_RESOURCE_TYPES as readonly string[]).includes(type));
-  if (unsupported.length > 0) throw fhirError(400, `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
+  if (unsupported.length > 0) throw fhirError('invalid', `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
   const since = values('_since')[0] ?? null;
-  if (since !== null && instantMillis(since) === undefined) throw fhirError(400, `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}; got ${since}.`);
+  if (since !== null && instantMillis(since) === undefined) throw fhirError('invalid', `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}; got ${since}.`);
   const types = requested.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => requested.includes(type)) : [...FHIR_RESOURCE_TYPES];
   return { types, since };
 }
@@ -101,7 +101,7 @@ export function bulkDataRoutes(): RoutePlugin {
           handler: async ({ params, query, body, principal, request, reply }) => {
             // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
-            if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError(404, `No cohort ${group}.`);
+            if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError('not_found', `No cohort ${group}.`);
             const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
@@ -126,11 +126,15 @@ export function bulkDataRoutes(): RoutePlugin {
       errorShape: fhirErrorShape,
       params: exportIdParams,
       responses: { 200: { description: 'The manifest', schema: z.record(z.string(), z.unknown()) }, 202: { description: 'In progress' } },
-      handler: async ({ params, principal, reply }) => {
+      handler: async ({ params, principal, request: httpRequest, reply }) => {
         const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'fhir');
-        if (!row || row.status === 'cancelled') throw fhirError(404, 'No such bulk export.');
-        if (row.status === 'expired') throw fhirError(410, `This export's files expired at ${row.expires_at}.`);
-        if (row.status === 'failed') throw fhirError(500, row.failure ?? 'The export failed.');
+        if (!row || row.status === 'cancelled') throw fhirError('not_found', 'No such bulk export.');
+        if (row.status === 'expired') throw fhirError('gone', `This export's files expired at ${row.expires_at}.`);
+        if (row.status === 'failed') {
+          // Not a refusal of the request but the export's outcome: the Bulk Data IG's 500 OperationOutcome.
+          const failure = fhirErrorShape({ status: 500, code: 'EXPORT_FAILED', message: row.failure ?? 'The export failed.', details: {} }, httpRequest);
+          return reply.status(500).type(FHIR_CONTENT_TYPE).send(failure.body);
+        }
         if (row.status !== 'completed') {
           return reply.status(202).header('x-progress', `${row.progress}%`).header('retry-after', String(RETRY_AFTER_SECONDS)).send();
         }
@@ -151,7 +155,7 @@ export function bulkDataRoutes(): RoutePlugin {
       params: exportIdParams,
       responses: { 202: { description: 'Cancelled' } },
       handler: async ({ params, principal, reply }) => {
-        if (!(await cancelExport(ctx.db.slonik, principal.employerId, params.exportId))) throw fhirError(404, 'No such bulk export.');
+        if (!(await cancelExport(ctx.db.slonik, principal.employerId, params.exportId))) throw fhirError('not_found', 'No such bulk export.');
         return reply.status(202).send();
       },
     });
@@ -168,11 +172,11 @@ export function bulkDataRoutes(): RoutePlugin {
       responses: { 200: { description: 'One resource a line', contentType: 'application/fhir+ndjson', schema: z.string() } },
       handler: async ({ params, principal, reply }) => {
         const row = await getExport(ctx.db.slonik, principal.employerId, params.exportId, 'fhir');
-        if (!row || row.status === 'cancelled') throw fhirError(404, 'No such bulk export.');
-        if (row.status === 'expired') throw fhirError(410, `This export's files expired at ${row.expires_at}.`);
-        if (row.status !== 'completed') throw fhirError(404, 'This export has not completed.');
+        if (!row || row.status === 'cancelled') throw fhirError('not_found', 'No such bulk export.');
+        if (row.status === 'expired') throw fhirError('gone', `This export's files expired at ${row.expires_at}.`);
+        if (row.status !== 'completed') throw fhirError('not_found', 'This export has not completed.');
         const exists = await ctx.db.slonik.exists(sql.unsafe`SELECT 1 FROM export_chunks WHERE employer_id = ${principal.employerId} AND export_id = ${row.export_id} AND file_name = ${params.fileName}`);
-        if (!exists) throw fhirError(404, `No file ${params.fileName} in this export.`);
+        if (!exists) throw fhirError('not_found', `No file ${params.fileName} in this export.`);
         return reply.type('application/fhir+ndjson').send(fileStream(ctx.db.slonik, { employerId: principal.employerId, exportId: row.export_id }, params.fileName));
       },
     });

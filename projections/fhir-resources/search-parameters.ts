@@ -1,13 +1,9 @@
 // The search parameters of each FHIR resource type, as data (in the manner of Medplum's
 // SearchParameter table): a name, a FHIR type, the expression it indexes and a function giving the
-// values. The one list drives the read model (projections/fhir-resources/ writes one
-// fhir_search_values row per value), the SQL of searches (src/fhir/search.ts) and the
-// CapabilityStatement (src/fhir/capability-statement.ts). `_id` and `_lastUpdated` are columns of
-// fhir_resources and apply to every type.
-import { CLINICAL_RESOURCE_TYPES } from '../patients/events.ts';
-
-export const FHIR_RESOURCE_TYPES = ['Patient', ...CLINICAL_RESOURCE_TYPES] as const;
-export type FhirResourceType = (typeof FHIR_RESOURCE_TYPES)[number];
+// values. The one list drives this read model (projection.ts writes one fhir_search_values row per
+// value), the SQL of searches (search.ts) and the CapabilityStatement (src/patients/fhir/metadata.ts).
+// `_id` and `_lastUpdated` are columns of fhir_resources and apply to every type.
+import type { FhirJson, FhirResourceType } from '../../src/patients/events.ts';
 
 export type SearchParamType = 'string' | 'token' | 'date' | 'reference';
 
@@ -22,9 +18,6 @@ export type SearchParameter = {
   /** Indexed and compared as the keyed blind index (personal data never in clear in an index). */
   blindIndex?: boolean;
 };
-
-// Resources arrive validated against the R4 StructureDefinitions; reading them loosely here is safe.
-export type FhirJson = Record<string, any>;
 
 const list = (value: unknown): any[] => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
 const strings = (...values: unknown[]): string[] => values.flatMap(list).filter((value): value is string => typeof value === 'string' && value !== '');
@@ -105,8 +98,4 @@ export function indexValues(resourceType: FhirResourceType, resource: FhirJson, 
     }
   }
   return [...rows.values()];
-}
-
-export function isFhirResourceType(type: string): type is FhirResourceType {
-  return (FHIR_RESOURCE_TYPES as readonly string[]).includes(type);
 }

@@ -3,9 +3,10 @@
 // the user: SCIM, SAML, the CLI) and the resources that belong to that Patient.
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import type { Principal } from '../auth/principal.ts';
-import { emailBlindIndex } from '../crypto/personal-data.ts';
+import type { AppContext } from '../../app-context.ts';
+import type { Principal } from '../../auth/principal.ts';
+import { emailBlindIndex } from '../../crypto/personal-data.ts';
+import { livePatientWithEmail } from '../../../projections/fhir-resources/queries.ts';
 
 /** undefined: not restricted; otherwise the one Patient id the caller may see (null: none). */
 export type Compartment = string | null | undefined;
@@ -15,12 +16,7 @@ export async function compartmentOf(ctx: AppContext, principal: Principal): Prom
   const email = await ctx.db.slonik.maybeOneFirst(sql.type(z.object({ email: z.string() }))`
     SELECT email FROM users WHERE employer_id = ${principal.employerId} AND id = ${principal.userId}`);
   if (email === null) return null;
-  return ctx.db.slonik.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT r.id FROM fhir_search_values v
-    JOIN fhir_resources r ON r.employer_id = v.employer_id AND r.resource_type = v.resource_type AND r.id = v.resource_id AND NOT r.erased
-    WHERE v.employer_id = ${principal.employerId} AND v.resource_type = 'Patient' AND v.param = 'email'
-      AND v.value = ${emailBlindIndex(ctx.encryptionKey, principal.employerId, email)}
-    LIMIT 1`);
+  return livePatientWithEmail(ctx.db.slonik, principal.employerId, emailBlindIndex(ctx.encryptionKey, principal.employerId, email));
 }
 
 /** The search condition of a compartment (none when unrestricted). */

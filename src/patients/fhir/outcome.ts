@@ -1,8 +1,8 @@
 // FHIR errors (SPEC 7.2): every FHIR route answers errors as an OperationOutcome whose issue code is a
 // valid IssueType, chosen from the status (or named by the error itself, e.g. the validator's issues).
 import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
-import { DomainError } from '../event-store/decider.ts';
-import { kindOfStatus, type ErrorShape } from '../http/errors.ts';
+import { DomainError, type ErrorKind } from '../../event-store/decider.ts';
+import type { ErrorShape } from '../../http/errors.ts';
 
 export const FHIR_CONTENT_TYPE = 'application/fhir+json';
 
@@ -33,9 +33,9 @@ const ISSUE_BY_CODE: Record<string, IssueType> = {
   EXPORT_QUOTA_EXCEEDED: 'too-costly',
 };
 
-/** A FHIR error: the status, and the issues (the validator's, or one made from the message). */
-export function fhirError(status: number, message: string, issues?: OperationOutcomeIssue[]): DomainError {
-  return new DomainError(kindOfStatus(status), 'FHIR_ERROR', message, issues ? { issues } : {});
+/** A FHIR error: its kind (the route layer makes it a status), and the issues (the validator's, or one made from the message). */
+export function fhirError(kind: ErrorKind, message: string, issues?: OperationOutcomeIssue[]): DomainError {
+  return new DomainError(kind, 'FHIR_ERROR', message, issues ? { issues } : {});
 }
 
 export function operationOutcome(issues: OperationOutcomeIssue[]): OperationOutcome {

@@ -5,9 +5,9 @@
 import { Worker } from 'node:worker_threads';
 import { indexStructureDefinitionBundle, validateResource } from '@medplum/core';
 import type { Bundle, OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
-import { prototypeNameIn } from '../prototypes.ts';
+import { prototypeNameIn } from '../../prototypes.ts';
+import { FHIR_RESOURCE_TYPES } from '../events.ts';
 import { fhirError } from './outcome.ts';
-import { FHIR_RESOURCE_TYPES } from './search-parameters.ts';
 
 /** Every resource type the service accepts or returns. */
 const VALIDATED_TYPES = [...FHIR_RESOURCE_TYPES, 'Bundle', 'OperationOutcome', 'CapabilityStatement'];
@@ -64,6 +64,6 @@ function prototypeNamedElements(value: unknown, expression: string): OperationOu
 export function assertValidResource(resource: unknown): void {
   const issues = validationIssues(resource);
   if (issues.length > 0) {
-    throw fhirError(400, 'The resource is not valid FHIR R4.', issues.map((issue) => ({ ...issue, code: 'invalid' as const })));
+    throw fhirError('invalid', 'The resource is not valid FHIR R4.', issues.map((issue) => ({ ...issue, code: 'invalid' as const })));
   }
 }

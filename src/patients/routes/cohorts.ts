@@ -1,18 +1,16 @@
-// Employer routes of patients (SPEC 4.2): cohort upload, the cohort list, the roster, and erasure of
-// a patient's personal data.
+// Employer routes of cohorts (SPEC 4.2): the cohort upload and the list of uploads.
 import type { FastifyInstance } from 'fastify';
 import { z, type ZodError } from 'zod';
-import type { AppContext } from '../app-context.ts';
-import { commandContextOf } from '../auth/principal.ts';
-import { emailBlindIndex } from '../crypto/personal-data.ts';
-import { DomainError } from '../event-store/decider.ts';
-import { notFound } from '../http/errors.ts';
-import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../http/page.ts';
-import { defineRoute } from '../http/route.ts';
-import type { RoutePlugin } from '../http/server.ts';
-import { cohortSummary, getCohort, listCohorts, listRoster, rosterPatient } from '../../projections/patients/queries.ts';
-import { COHORT_BODY_LIMIT_BYTES, cohortRow, MAX_COHORT_ROWS, type CohortRow } from './cohort-row.ts';
-import { erasePatient, uploadCohort } from './commands.ts';
+import type { AppContext } from '../../app-context.ts';
+import { commandContextOf } from '../../auth/principal.ts';
+import { DomainError } from '../../event-store/decider.ts';
+import { notFound } from '../../http/errors.ts';
+import { decodeCursor, encodeCursor, LIST_PAGE, pageQuery } from '../../http/page.ts';
+import { defineRoute } from '../../http/route.ts';
+import type { RoutePlugin } from '../../http/server.ts';
+import { cohortSummary, getCohort, listCohorts } from '../../../projections/patients/queries.ts';
+import { COHORT_BODY_LIMIT_BYTES, cohortRow, MAX_COHORT_ROWS, type CohortRow } from '../cohort-row.ts';
+import { uploadCohort } from '../commands.ts';
 
 const tags = ['Patients'];
 const COHORT_UPLOAD_URL = '/api/employer/upload-cohort';
@@ -56,8 +54,8 @@ function rowErrors(index: number, error: ZodError): RowError[] {
   });
 }
 
-export function patientRoutes(): RoutePlugin {
-  return async function patientRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
+export function cohortRoutes(): RoutePlugin {
+  return async function cohortRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     // Refused before the body is read, naming the limit (fastify's own message does not).
     fastify.addHook('onRequest', async (request) => {
       if (request.routeOptions.url !== COHORT_UPLOAD_URL) return;
@@ -131,42 +129,6 @@ export function patientRoutes(): RoutePlugin {
         if (!cohort) throw notFound('Cohort');
         return cohort;
       },
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'GET',
-      url: '/api/employer/patients',
-      summary: 'The roster: patients of the employer, newest first (erased patients are not listed)',
-      tags,
-      auth: readAuth,
-      querystring: pageQuery(LIST_PAGE).extend({
-        search: z.string().trim().min(1).max(254).optional().meta({
-          description: 'Only patients whose e-mail is this address (when it holds an @; case-insensitive), or whose first or last name starts with it (case-insensitive).',
-        }),
-      }),
-      responses: { 200: { description: 'One page of patients', schema: z.object({ patients: z.array(rosterPatient), nextCursor: z.string().nullable() }) } },
-      handler: async ({ query, principal }) => {
-        const { employerId } = principal;
-        const search = query.search === undefined ? undefined
-          : query.search.includes('@') ? { emailIndex: emailBlindIndex(ctx.encryptionKey, employerId, query.search) }
-          : { namePrefix: query.search };
-        const { patients, next } = await listRoster(ctx.db.slonik, employerId, { limit: query.limit, after: decodeCursor(query.cursor), search });
-        return { patients, nextCursor: encodeCursor(next) };
-      },
-    });
-
-    defineRoute(fastify, ctx, {
-      method: 'DELETE',
-      url: '/api/employer/patients/:patientId/personal-data',
-      summary: "Erase a patient's personal data (crypto-shredding)",
-      description:
-        "Destroys the patient's data key, so every personal and health field of the patient's events (sealed under it) is unreadable from then on, " +
-        'and appends PatientErased (which holds no personal data). The read models drop the data; FHIR answers 410 for the patient and its resources. Repeating it answers the same.',
-      tags,
-      auth: { modes: ['session'], role: 'EMPLOYER_ADMIN' },
-      params: z.object({ patientId: z.string().max(64).meta({ description: 'The FHIR Patient id' }) }),
-      responses: { 200: { description: 'Erased', schema: z.object({ patientId: z.string(), erasedAt: z.string() }) } },
-      handler: async ({ params, principal, request }) => erasePatient(ctx, commandContextOf(principal, request.id), { patientId: params.patientId }),
     });
   };
 }

@@ -6,11 +6,12 @@
 import type { KeyObject } from 'node:crypto';
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { emailBlindIndex } from '../crypto/personal-data.ts';
-import { EARLIEST_INSTANT_MS, END_OF_INSTANTS_MS, instantMillis, utcMillis } from '../http/instant.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
-import { fhirError } from './outcome.ts';
-import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
+import { emailBlindIndex } from '../../src/crypto/personal-data.ts';
+import { DomainError } from '../../src/event-store/decider.ts';
+import { EARLIEST_INSTANT_MS, END_OF_INSTANTS_MS, instantMillis, utcMillis } from '../../src/http/instant.ts';
+import type { FhirJson, FhirResourceType } from '../../src/patients/events.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../../src/prototypes.ts';
+import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type SearchParameter } from './search-parameters.ts';
 
 export const DEFAULT_COUNT = 20;
 export const MAX_COUNT = 1000;
@@ -19,6 +20,9 @@ export const MAX_COUNT = 1000;
 const RESULT_PARAMETERS = new Set(['_count', '_sort', '_cursor', '_format', '_total']);
 const DATE_PREFIXES = ['eq', 'gt', 'ge', 'lt', 'le'] as const;
 type DatePrefix = (typeof DATE_PREFIXES)[number];
+
+/** A search this read model cannot answer as asked: FHIR's 400 `invalid` (an OperationOutcome at the route). */
+const invalidSearch = (message: string) => new DomainError('invalid', 'INVALID_SEARCH', message);
 
 type Condition = FragmentSqlToken;
 type Cursor = { direction: 'next' | 'previous'; at: string; id: string };
@@ -40,33 +44,33 @@ export function parseSearch(resourceType: FhirResourceType, query: QueryParamete
   const entries = Object.entries(query).flatMap(([name, value]) => (value === undefined ? [] : (Array.isArray(value) ? value : [value]).map((v) => [name, v] as [string, string])));
   const single = (name: string) => {
     const values = entries.filter(([n]) => n === name).map(([, v]) => v);
-    if (values.length > 1) throw fhirError(400, `${name} may be given once.`);
+    if (values.length > 1) throw invalidSearch(`${name} may be given once.`);
     return values[0];
   };
   const countText = single('_count');
   const count = countText === undefined ? DEFAULT_COUNT : Number(countText);
-  if (!Number.isInteger(count) || count < 0) throw fhirError(400, `_count must be a whole number from 0 to ${MAX_COUNT}.`);
+  if (!Number.isInteger(count) || count < 0) throw invalidSearch(`_count must be a whole number from 0 to ${MAX_COUNT}.`);
   const sort = single('_sort') ?? '_lastUpdated';
-  if (sort !== '_lastUpdated' && sort !== '-_lastUpdated') throw fhirError(400, '_sort supports _lastUpdated and -_lastUpdated.');
+  if (sort !== '_lastUpdated' && sort !== '-_lastUpdated') throw invalidSearch('_sort supports _lastUpdated and -_lastUpdated.');
   const cursorText = single('_cursor');
   const total = single('_total');
-  if (total !== undefined && !['none', 'estimate', 'accurate'].includes(total)) throw fhirError(400, '_total is none, estimate or accurate.');
+  if (total !== undefined && !['none', 'estimate', 'accurate'].includes(total)) throw invalidSearch('_total is none, estimate or accurate.');
 
   const parameters = new Map(SEARCH_PARAMETERS[resourceType].map((parameter) => [parameter.name, parameter]));
   const filters = entries.filter(([name]) => !RESULT_PARAMETERS.has(name));
   const conditions = filters.map(([name, value]) => {
     // Names come from the query string and from If-None-Exist; the lookups below are a Map and a Set.
     const prototypeName = prototypeNameIn(name);
-    if (prototypeName !== undefined) throw fhirError(400, prototypeNameMessage(prototypeName));
-    if (name.includes(':')) throw fhirError(400, `Search modifiers are not supported (${name}).`);
+    if (prototypeName !== undefined) throw invalidSearch(prototypeNameMessage(prototypeName));
+    if (name.includes(':')) throw invalidSearch(`Search modifiers are not supported (${name}).`);
     const values = splitValues(value);
-    if (values.length === 0 || values.length > 100) throw fhirError(400, `${name} needs 1 to 100 comma-separated values.`);
+    if (values.length === 0 || values.length > 100) throw invalidSearch(`${name} needs 1 to 100 comma-separated values.`);
     if (name === '_id') return sql.fragment`r.id = ANY(${sql.array(values, 'text')})`;
     if (name === '_lastUpdated') return or(values.map((v) => lastUpdatedCondition(v)));
     const parameter = parameters.get(name);
     if (!parameter) {
       const known = ['_id', '_lastUpdated', ...parameters.keys()].join(', ');
-      throw fhirError(400, `Unknown search parameter ${name} for ${resourceType}. Supported: ${known}, and _count, _sort.`);
+      throw invalidSearch(`Unknown search parameter ${name} for ${resourceType}. Supported: ${known}, and _count, _sort.`);
     }
     return valueCondition(parameter, values, (email) => emailBlindIndex(context.encryptionKey, context.employerId, email));
   });
@@ -109,7 +113,7 @@ const FHIR_DATE = /^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(
 function dateValue(value: string): DateValue {
   const prefix = DATE_PREFIXES.find((p) => value.startsWith(p)) ?? 'eq';
   const date = value.startsWith(prefix) ? value.slice(2) : value;
-  const refused = () => fhirError(400, `${value} is not a FHIR date search value (optional prefix eq, gt, ge, lt, le, then YYYY[-MM[-DD[Thh:mm[:ss][zone]]]], a calendar date from year 0001 to 9999).`);
+  const refused = () => invalidSearch(`${value} is not a FHIR date search value (optional prefix eq, gt, ge, lt, le, then YYYY[-MM[-DD[Thh:mm[:ss][zone]]]], a calendar date from year 0001 to 9999).`);
   const [, year, month, day, hour, , second, fraction, zone] = FHIR_DATE.exec(date) ?? [];
   if (year === undefined) throw refused();
   // A time without a zone is UTC.
@@ -175,7 +179,7 @@ function decodeSearchCursor(text: string): Cursor {
     if (instantMillis(at) === undefined) throw new Error('bad time');
     return { direction: direction === 'n' ? 'next' : 'previous', at, id };
   } catch {
-    throw fhirError(400, '_cursor is not one this server returned in a next or previous link.');
+    throw invalidSearch('_cursor is not one this server returned in a next or previous link.');
   }
 }
 

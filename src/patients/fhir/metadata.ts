@@ -1,18 +1,35 @@
-// The CapabilityStatement of GET /api/fhir/metadata, built from the same data as the API: the
-// resource types and their search parameters (search-parameters.ts).
+// GET /api/fhir/metadata: the CapabilityStatement, built from the same data as the API: the resource
+// types and their search parameters (projections/fhir-resources/search-parameters.ts).
 import { createHash } from 'node:crypto';
 import type { CapabilityStatement } from '@medplum/fhirtypes';
-import { API_VERSION_INFO } from '../http/server.ts';
+import { API_VERSION_INFO } from '../../http/server.ts';
+import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
+import { MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
+import { FHIR_RESOURCE_TYPES } from '../events.ts';
+import { fhirResponse, readAuth, type FhirApi } from './interaction.ts';
 import { FHIR_CONTENT_TYPE } from './outcome.ts';
-import { MAX_COUNT } from './search.ts';
-import { FHIR_RESOURCE_TYPES, SEARCH_PARAMETERS } from './search-parameters.ts';
+
+export function metadataInteraction({ route, base }: FhirApi) {
+  const capability = buildCapabilityStatement(base, new Date().toISOString());
+  route({
+    method: 'GET',
+    url: '/metadata',
+    summary: 'The CapabilityStatement: resource types, interactions and search parameters',
+    auth: readAuth,
+    responses: { 200: fhirResponse('CapabilityStatement') },
+    handler: async ({ reply }) => {
+      reply.header('etag', capability.etag);
+      return capability.statement;
+    },
+  });
+}
 
 const COMMON_PARAMETERS = [
   { name: '_id', type: 'token', documentation: 'The resource id' },
   { name: '_lastUpdated', type: 'date', documentation: 'When the resource last changed (also the sort key: _sort=_lastUpdated or -_lastUpdated)' },
 ] as const;
 
-export function buildCapabilityStatement(baseUrl: string, date: string): { statement: CapabilityStatement; etag: string } {
+function buildCapabilityStatement(baseUrl: string, date: string): { statement: CapabilityStatement; etag: string } {
   const statement: CapabilityStatement = {
     resourceType: 'CapabilityStatement',
     status: 'active',

@@ -1,4 +1,4 @@
-// Runs in a worker thread (src/fhir/validate.ts): reads the official R4 definitions and keeps the data
+// Runs in a worker thread (validate.ts): reads the official R4 definitions and keeps the data
 // types and the StructureDefinitions of the resources this service reads, writes or answers with. The
 // resources bundle is 35 MB of JSON; parsed here, its memory goes with the thread instead of staying
 // in the service's heap (about 80 MB of resident memory, measured).

@@ -1,0 +1,40 @@
+// Create (POST /api/fhir/:resourceType): the id is the server's; If-None-Exist makes it conditional.
+import { commandContextOf } from '../../auth/principal.ts';
+import { parseSearch, runSearch } from '../../../projections/fhir-resources/search.ts';
+import { createFhirResource } from '../commands.ts';
+import { acceptedResource, fhirResponse, headerOf, knownType, representation, resourceBody, respondWritten, typeParams, writeAuth, type FhirApi } from './interaction.ts';
+import { fhirError } from './outcome.ts';
+
+export function createInteraction({ ctx, route, base }: FhirApi) {
+  route({
+    method: 'POST',
+    url: '/:resourceType',
+    summary: 'Create a resource (the id is the server\'s); If-None-Exist makes it conditional',
+    description: 'If-None-Exist: a search query (e.g. `identifier=sys|123`): no match creates, one match answers 200 with it, several 412; since it answers with the match, it needs fhir:read too (403 otherwise). ' +
+      'A Patient carries at most one e-mail, unique within the employer and outside the domains other employers have verified (409 duplicate, the same diagnostics for both). Clinical resources reference a Patient of the employer as subject. ' +
+      'Prefer: return=minimal answers without a body.',
+    auth: writeAuth,
+    params: typeParams,
+    body: resourceBody,
+    idempotent: true,
+    responses: { 201: fhirResponse('Created'), 200: fhirResponse('The one existing match of If-None-Exist') },
+    handler: async ({ params, body, principal, request, reply }) => {
+      const resourceType = knownType(params.resourceType);
+      const resource = acceptedResource(resourceType, body);
+      const condition = headerOf(request, 'if-none-exist');
+      // The match is answered: without fhir:read, a key with fhir:write would read any resource by searching.
+      if (condition !== undefined && !principal.scopes.includes('fhir:read')) throw fhirError('forbidden', 'If-None-Exist answers with the matching resource: it needs fhir:read as well as fhir:write.');
+      if (condition !== undefined) {
+        const matches = await runSearch(ctx.db.slonik, principal.employerId, {
+          ...parseSearch(resourceType, Object.fromEntries(new URLSearchParams(condition.replace(/^.*\?/, '')).entries()), { employerId: principal.employerId, encryptionKey: ctx.encryptionKey }),
+          count: 2,
+          cursor: null,
+        });
+        if (matches.total > 1) throw fhirError('precondition_failed', `If-None-Exist matched ${matches.total} resources; it must match at most one.`);
+        if (matches.total === 1) return respondWritten(base, request, reply, 200, matches.resources[0]!);
+      }
+      const written = await createFhirResource(ctx, commandContextOf(principal, request.id), { resourceType, resource });
+      return respondWritten(base, request, reply, 201, representation(resourceType, written, resource));
+    },
+  });
+}

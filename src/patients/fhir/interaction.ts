@@ -1,0 +1,81 @@
+// What the FHIR interactions (one file each: metadata.ts, search.ts, read.ts, vread.ts, create.ts,
+// update.ts) share: the route helper routes.ts builds (base path, OperationOutcome errors, the rate
+// limit, the FHIR content type), their auth and path parameters, and reading and answering resources.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../../app-context.ts';
+import type { Principal, RouteAuth } from '../../auth/principal.ts';
+import type { RouteDefinition } from '../../http/route.ts';
+import { findResource, withMeta } from '../../../projections/fhir-resources/queries.ts';
+import type { WrittenVersion } from '../commands.ts';
+import { contentOf, FHIR_RESOURCE_TYPES, isFhirResourceType, type FhirJson, type FhirResourceType } from '../events.ts';
+import { compartmentOf } from './compartment.ts';
+import { FHIR_CONTENT_TYPE, fhirError } from './outcome.ts';
+import { assertValidResource } from './validate.ts';
+
+export const FHIR_PATH = '/api/fhir';
+
+/** Defines a route under FHIR_PATH with the FHIR API's tags, error shape, body budget and rate limit. */
+export type FhirRoute = <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined, Auth extends RouteAuth>(
+  definition: Omit<RouteDefinition<Body, Params, Query, Auth>, 'tags' | 'errorShape'>,
+) => void;
+
+/** What each interaction is given to define its routes. */
+export type FhirApi = {
+  ctx: AppContext;
+  route: FhirRoute;
+  /** The absolute URL of FHIR_PATH (PUBLIC_BASE_URL), for links and Location. */
+  base: string;
+};
+
+export const readAuth = { modes: ['apiKey', 'session'], scope: 'fhir:read' } as const;
+export const writeAuth = { modes: ['apiKey', 'session'], scope: 'fhir:write' } as const;
+
+const id = z.string().max(64).regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id: 1 to 64 letters, digits, - and .');
+export const typeParams = z.object({ resourceType: z.string().max(64).meta({ description: FHIR_RESOURCE_TYPES.join(', ') }) });
+export const resourceParams = typeParams.extend({ id });
+export const resourceBody = z.record(z.string().max(100), z.unknown()).meta({ description: 'A FHIR R4 resource of the type in the path (validated against the R4 StructureDefinitions).' });
+export const fhirResponse = (description: string) => ({ description, contentType: FHIR_CONTENT_TYPE, schema: z.record(z.string(), z.unknown()) });
+
+export function knownType(type: string): FhirResourceType {
+  if (!isFhirResourceType(type)) throw fhirError('invalid', `Unknown resource type ${type}. Supported: ${FHIR_RESOURCE_TYPES.join(', ')}.`);
+  return type;
+}
+
+/** A resource of the caller's employer and compartment; 404 for any other, as for one that does not exist. */
+export async function findVisibleResource(ctx: AppContext, principal: Principal, resourceType: FhirResourceType, id: string) {
+  const found = await findResource(ctx.db.slonik, principal.employerId, resourceType, id);
+  const compartment = found ? await compartmentOf(ctx, principal) : undefined;
+  if (!found || (compartment !== undefined && found.patientId !== compartment)) throw fhirError('not_found', `${resourceType}/${id} was not found.`);
+  return found;
+}
+
+/** A create or update body: its type the path's, valid R4 (the validator's issues otherwise). */
+export function acceptedResource(resourceType: FhirResourceType, body: Record<string, unknown>): FhirJson {
+  if (body.resourceType !== resourceType) throw fhirError('invalid', `The body must be a ${resourceType} (resourceType was ${String(body.resourceType)}).`);
+  assertValidResource(body);
+  return body;
+}
+
+export function headerOf(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function sendResource(reply: FastifyReply, resource: FhirJson): FhirJson {
+  reply.header('etag', `W/"${resource.meta.versionId}"`).header('last-modified', new Date(resource.meta.lastUpdated).toUTCString());
+  return resource;
+}
+
+/** The resource a create or update wrote, as served. */
+export function representation(resourceType: FhirResourceType, written: WrittenVersion, resource: FhirJson): FhirJson {
+  return withMeta(resourceType, written.id, written.versionId, written.lastUpdated, contentOf(resource));
+}
+
+/** Location, ETag and Last-Modified; the body unless the client prefers return=minimal. */
+export function respondWritten(base: string, request: FastifyRequest, reply: FastifyReply, status: number, resource: FhirJson) {
+  reply.status(status).header('location', `${base}/${resource.resourceType}/${resource.id}/_history/${resource.meta.versionId}`);
+  sendResource(reply, resource);
+  if (/return=minimal/.test(headerOf(request, 'prefer') ?? '')) return reply.send();
+  return resource;
+}
