@@ -6,7 +6,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { chainHash, GENESIS_HASH, sealedFieldsOf, signCheckpoint, type SignedCheckpoint } from '../../src/audit/chain.ts';
-import type { AuditSigner } from '../../src/audit/signing-key.ts';
+import type { AuditSigner } from '../../src/crypto/signing-key.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
 
 export const AUDIT_CHAIN_PROJECTION = 'audit-chain';

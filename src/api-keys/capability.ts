@@ -1,6 +1,6 @@
 import { apiKeysProjection } from '../../projections/api-keys/projection.ts';
 import type { Capability } from '../capability.ts';
-import { installApiKeyPipeline } from './pipeline.ts';
+import { startApiKeyPipeline } from './pipeline.ts';
 import type { Clock } from './rate-limiter.ts';
 import { apiKeyRoutes } from './routes.ts';
 import { apiKeyEvents } from './events.ts';
@@ -26,7 +26,10 @@ export function createApiKeysCapability(options: { clock?: Clock } = {}): Capabi
       ApiKeyResumed: (event) => ({ action: 'api_key.resumed', ...keyTarget(event) }),
       ApiKeyRevoked: (event) => ({ action: 'api_key.revoked', ...keyTarget(event), details: { reason: event.data.reason } }),
     },
-    setup: async (ctx) => void (await installApiKeyPipeline(ctx, clock)),
+    start: async (ctx) => {
+      const pipeline = await startApiKeyPipeline(ctx, clock);
+      return { auth: { apiKeys: pipeline }, stop: pipeline.stop };
+    },
   };
 }
 

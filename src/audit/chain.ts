@@ -5,6 +5,7 @@
 // the same algorithm without importing this file; test/audit/chain.test.ts holds the two equal.
 import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { keyIdOf } from '../crypto/signing-key.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
 
 /** prev_hash of the first event of every chain. */
@@ -43,11 +44,6 @@ export type SignedCheckpoint = CheckpointClaim & { keyId: string; signature: str
 /** What is signed: the UTF-8 of the claim's canonical JSON. */
 function checkpointBytes(claim: CheckpointClaim): Buffer {
   return Buffer.from(canonicalJson({ employerId: claim.employerId, seq: claim.seq, headHash: claim.headHash, signedAt: claim.signedAt }), 'utf8');
-}
-
-/** hex SHA-256 of the public key's SPKI DER. */
-export function keyIdOf(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
 }
 
 export function signCheckpoint(privateKey: KeyObject, claim: CheckpointClaim): SignedCheckpoint {

@@ -8,7 +8,7 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { emailBlindIndex } from '../crypto/personal-data.ts';
 import { EARLIEST_INSTANT_MS, END_OF_INSTANTS_MS, instantMillis, utcMillis } from '../http/instant.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../http/prototypes.ts';
 import { fhirError } from './outcome.ts';
 import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type FhirJson, type FhirResourceType, type SearchParameter } from './search-parameters.ts';
 

@@ -11,7 +11,6 @@ import { OpenApiGeneratorV31, type OpenAPIRegistry } from '@asteasolutions/zod-t
 import Fastify, { LogController, type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { sql } from 'slonik';
-import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
@@ -21,6 +20,16 @@ import { resolveTrustProxy } from './trust-proxy.ts';
 export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
 
 const READINESS_TIMEOUT_MS = 1500;
+
+/** What GET /readyz reports of the projections (read by projections/status.ts). */
+export type ProjectionReadiness = {
+  /** Projections with events of their types waiting that have not moved for a minute. */
+  stalled: string[];
+  /** Pending events of the stalled projections, counted up to a limit. */
+  lag: Record<string, number>;
+  /** Parked events per projection that has any. */
+  parked: Record<string, number>;
+};
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -4,7 +4,6 @@ import type { Capability } from '../capability.ts';
 import { operationsEvents } from './events.ts';
 import { runIntegrationAlerts, runInventoryReview } from './jobs.ts';
 import { MAIL_TASK, mailTask } from './mail-task.ts';
-import { createMailer } from './mailer.ts';
 import { cronRoutes } from './routes.ts';
 
 const ALERTS_TASK = 'integration-alerts';
@@ -35,9 +34,4 @@ export const operationsCapability: Capability = {
     [MAIL_TASK]: mailTask(ctx),
   }),
   crontab: [`0 * * * * ${ALERTS_TASK}`, `0 0 1 * * ${REVIEW_TASK}`],
-  setup: async (ctx) => {
-    const mailer = createMailer(ctx.config, ctx.logger);
-    ctx.mailer = mailer;
-    ctx.shutdownHooks.push(async () => mailer.close());
-  },
 };

@@ -10,7 +10,6 @@ import { kindOfStatus, type ErrorShape, type ServiceError } from '../http/errors
 import { ID_MAX, SCIM_QUERY_MAX, URL_MAX } from '../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../http/server.ts';
-import { findEmployerByScimToken, isCurrentScimToken } from '../sso/scim-token.ts';
 import { attributeListSchema, parseScimGroup, parseScimUser, scimGroupSchema, scimUserSchema, selectAttributes } from './attributes.ts';
 import {
   createScimGroup,
@@ -354,9 +353,9 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
 /** Rate limit first (no database work for a flood; src/scim/rate-limit.ts), then the bearer token of one employer. */
 async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<ScimCaller> {
   const token = bearerTokenOf(request);
-  const current = token !== null && (await isCurrentScimToken(ctx, token));
+  const current = token !== null && (await ctx.auth.scimTokens.isCurrent(token));
   assertAllowed(limiter.admit(request.ip, token, current), reply, 'Too many SCIM requests');
-  const caller = token === null ? null : await findEmployerByScimToken(ctx, token);
+  const caller = token === null ? null : await ctx.auth.scimTokens.ownerOf(token);
   if (!caller) {
     reply.header('www-authenticate', 'Bearer realm="scim"');
     throw new DomainError(

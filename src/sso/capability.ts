@@ -2,10 +2,10 @@ import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoRoutes } from './routes.ts';
-import { DEFAULT_SAML_CALLBACK_LIMIT, installSamlRuntime } from './saml-flow.ts';
+import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import { summariseSamlRefusals } from './saml-refusals.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
-import { createScimTokenCache } from './scim-token.ts';
+import { createScimTokenCache, scimTokenLookup } from './scim-token.ts';
 import { SSO_CONFIGURATION_EVENT_TYPES, ssoEvents, type SsoSettings } from './events.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 import { SSO_TRUST_MAIL_TASK, trustMailTask } from './trust-mail.ts';
@@ -21,16 +21,26 @@ export type SsoCapabilityOptions = {
   samlVerifier?: Omit<SamlVerifierOptions, 'threads'>;
 };
 
-export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {
+/** What the sso capability holds per process. */
+export type SsoServices = { saml: SamlRuntime };
+
+export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability<SsoServices> {
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoRoutes(options)],
-    setup: async (ctx) => {
+    // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
+    start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);
-      ctx.scimTokens = scimTokens;
-      ctx.shutdownHooks.push(async () => scimTokens.stop());
-      installSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
+      const saml = createSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
+      return {
+        routes: [ssoRoutes(options, saml)],
+        auth: { scimTokens: scimTokenLookup(scimTokens) },
+        services: { saml },
+        stop: async () => {
+          scimTokens.stop();
+          await stopSamlRuntime(saml);
+        },
+      };
     },
     tasks: (ctx) => ({
       [REFUSAL_SUMMARIES_TASK]: async () => {

@@ -16,7 +16,7 @@ import { getSsoConfiguration, type PendingTrustChangeView, type SsoConfiguration
 import { SAML_TRUST_SETTINGS } from './events.ts';
 import { generateSpMetadata } from './saml.ts';
 import { PER_CLIENT_WAITING_MAX, WAITING_MAX } from './saml-verifier.ts';
-import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from './saml-flow.ts';
+import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin, type SamlRuntime } from './saml-flow.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from './settings-input.ts';
 
 export const SCIM_BASE_PATH = '/api/scim/v2';
@@ -111,12 +111,12 @@ const changeParams = z.object({ changeId: z.string().max(ID_MAX) });
 
 const SAML_CALLBACK_URL = '/api/auth/saml/callback/:employerId';
 
-export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
+export function ssoRoutes(options: { idpMetadataCa?: string }, saml: SamlRuntime): RoutePlugin {
   return async function registerSsoRoutes(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     const configurationOf = async (principal: Principal) => presentConfiguration(ctx, principal.employerId, await getSsoConfiguration(ctx.db.slonik, principal.employerId));
     // The callback's limit is spent before its body is read or parsed (src/sso/saml-flow.ts).
     fastify.addHook('onRequest', async (request, reply) => {
-      if (request.routeOptions.url === SAML_CALLBACK_URL) admitSamlCallback(ctx, request, reply);
+      if (request.routeOptions.url === SAML_CALLBACK_URL) admitSamlCallback(saml, request, reply);
     });
     defineRoute(fastify, ctx, {
       method: 'GET',
@@ -206,7 +206,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
       params: employerParams,
       querystring: z.object({ returnTo: z.string().max(URL_MAX).optional() }),
       responses: { 302: { description: 'To the IdP' }, 400: { description: 'SAML not enabled, or returnTo not allowed' }, 404: { description: 'Unknown employer' } },
-      handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, params.employerId, query.returnTo), 302),
+      handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, saml, params.employerId, query.returnTo), 302),
     });
 
     defineRoute(fastify, ctx, {
@@ -235,7 +235,7 @@ export function ssoRoutes(options: { idpMetadataCa?: string }): RoutePlugin {
         429: { description: 'Too many callbacks from this client address (retry-after); not read, not counted' },
         503: { description: 'SAML_BUSY: too many responses waiting to be verified (retry-after)' },
       },
-      handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, params.employerId, body.SAMLResponse, request, reply), 302),
+      handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, saml, params.employerId, body.SAMLResponse, request, reply), 302),
     });
 
     defineRoute(fastify, ctx, {

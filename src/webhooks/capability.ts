@@ -5,7 +5,7 @@ import type { Capability } from '../capability.ts';
 import { webhookAuditMappers } from './audit.ts';
 import { webhookEventMappings, type WebhookEventMappings } from './event-types.ts';
 import { webhookRoutes } from './routes.ts';
-import { createWebhookRuntime, webhookRuntimeOf } from './runtime.ts';
+import { createWebhookRuntime } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
 import { webhookEvents } from './events.ts';
 import { registerWebhookPayloads } from './payloads.ts';
@@ -25,16 +25,17 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   return {
     name: 'webhooks',
     events: webhookEvents,
-    routes: [webhookRoutes()],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
     consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
-    tasks: (ctx) => webhookTasks(ctx, webhookRuntimeOf(ctx), mappings),
-    setup: async (ctx) => {
+    start: async (ctx) => {
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
-      ctx.webhookRuntime = runtime;
       registerWebhookPayloads(ctx.openapi);
-      ctx.shutdownHooks.push(runtime.stop);
+      return {
+        routes: [webhookRoutes(runtime)],
+        tasks: (taskCtx, lease) => webhookTasks(taskCtx, runtime, lease, mappings),
+        stop: runtime.stop,
+      };
     },
   };
 }

@@ -20,7 +20,7 @@ import { pingData, WEBHOOK_EVENT_READ_ACCESS, WEBHOOK_EVENT_TYPES, type WebhookE
 import { deliveryFilters, deliveryLogEntry, findWebhookTarget, getWebhook, listDeliveries, listWebhooks, webhookSubscription } from '../../projections/webhooks/queries.ts';
 import { requestedDeliveriesDescription } from './requested-deliveries.ts';
 import { MAX_ATTEMPTS } from './retry-schedule.ts';
-import { webhookRuntimeOf } from './runtime.ts';
+import type { WebhookRuntime } from './runtime.ts';
 import { DEFAULT_MAX_FAILURES } from './subscription.ts';
 
 const auth = { modes: ['apiKey', 'session'], scope: 'webhook:manage' } as const;
@@ -88,7 +88,7 @@ const testResult = z
   })
   .meta({ id: 'WebhookTestResult' });
 
-export function webhookRoutes(): RoutePlugin {
+export function webhookRoutes(runtime: WebhookRuntime): RoutePlugin {
   return async function webhookRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     defineRoute(fastify, ctx, {
       method: 'POST',
@@ -207,7 +207,7 @@ export function webhookRoutes(): RoutePlugin {
           data: pingData(params.webhookId),
         };
         const { requestedAt, result } = await attemptDelivery(
-          { dispatcher: webhookRuntimeOf(ctx).dispatcher, encryptionKey: ctx.encryptionKey },
+          { dispatcher: runtime.dispatcher, encryptionKey: ctx.encryptionKey },
           { ...delivery, eventType: 'test.ping', url: target.url, sealedSecret: target.sealed_secret },
         );
         await recordTestDelivery(ctx.db.slonik, { ...delivery, requestedAt, result });

@@ -2,7 +2,6 @@
 // tapering proposals, invoices and simulations (their routes, read model, audit and worker job).
 import type { Task } from 'graphile-worker';
 import { z } from 'zod';
-import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
 import { workflowsProjection } from '../../projections/workflows/projection.ts';
 import { findPlatformToken } from '../../projections/workflows/queries.ts';
 import type { Capability } from '../capability.ts';
@@ -45,8 +44,6 @@ export const workflowsCapability: Capability = {
     };
     return { [SIMULATE_TASK]: simulate };
   },
-  setup: async (ctx) => {
-    ctx.platformTokenLookup = (tokenHash) => findPlatformToken(ctx.db.slonik, tokenHash);
-    ctx.patientDirectory = readModelPatientDirectory(ctx.db.slonik);
-  },
+  // Platform tokens are this capability's; core's authentication asks it through its port.
+  start: async (ctx) => ({ auth: { platformTokens: (tokenHash) => findPlatformToken(ctx.db.slonik, tokenHash) } }),
 };
