@@ -4,7 +4,9 @@ import { webhooksProjection } from '../../projections/webhooks/projection.ts';
 import type { Capability } from '../capability.ts';
 import { webhookAuditMappers } from './audit.ts';
 import { webhookEventMappings, type WebhookEventMappings } from './event-types.ts';
-import { webhookRoutes } from './routes.ts';
+import { webhookDeliveryRoutes } from './routes/deliveries.ts';
+import { webhookSigningSecretRoutes } from './routes/signing-secret.ts';
+import { webhookSubscriptionRoutes } from './routes/subscriptions.ts';
 import { createWebhookRuntime } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
 import { webhookEvents } from './events.ts';
@@ -25,6 +27,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   return {
     name: 'webhooks',
     events: webhookEvents,
+    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
     consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
@@ -32,7 +35,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
       registerWebhookPayloads(ctx.openapi);
       return {
-        routes: [webhookRoutes(runtime)],
+        routes: [webhookDeliveryRoutes(runtime)],
         tasks: (taskCtx, lease) => webhookTasks(taskCtx, runtime, lease, mappings),
         stop: runtime.stop,
       };
