@@ -1,7 +1,9 @@
 import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
-import { ssoRoutes } from './routes.ts';
+import { ssoConfigurationRoutes } from './routes/configuration.ts';
+import { samlRoutes } from './routes/saml.ts';
+import { ssoTrustChangeRoutes } from './routes/trust-changes.ts';
 import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import { summariseSamlRefusals } from './saml-refusals.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
@@ -28,12 +30,13 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     events: ssoEvents,
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes],
     // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
     start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);
       const saml = createSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
       return {
-        routes: [ssoRoutes(options, saml)],
+        routes: [samlRoutes(saml)],
         auth: { scimTokens: scimTokenLookup(scimTokens) },
         services: { saml },
         stop: async () => {
