@@ -27,7 +27,7 @@ import { createLogger } from './logger.ts';
 import { sealPrototypes } from './http/prototypes.ts';
 import { createMailer } from './net/mailer.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
-import { createProcessLease, type ProcessLease } from './worker/lease.ts';
+import { createProcessLease } from './worker/lease.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
@@ -152,12 +152,11 @@ export async function startService(options: {
     });
   }
 
+  // A worker process holds one lease, which the tasks of every capability share (src/worker/lease.ts).
+  const lease = roles.includes('worker') ? createProcessLease(db.connectionUri, logger) : null;
   let worker: WorkerRunner | null = null;
-  let lease: ProcessLease | null = null;
-  if (roles.includes('worker')) {
-    lease = createProcessLease(db.connectionUri, logger);
-    const processLease = lease;
-    const tasks = Object.assign({}, ...capabilities.flatMap((capability) => [capability.tasks, started.get(capability)?.tasks].map((build) => build?.(ctx, processLease) ?? {})));
+  if (lease) {
+    const tasks = Object.assign({}, ...capabilities.flatMap((capability) => [capability.tasks, started.get(capability)?.tasks].map((build) => build?.(ctx, lease) ?? {})));
     const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
     worker = await startWorker({
       pgPool: db.worker!, tasks, crontab, reserveConcurrency: config.WORKER_RESERVE_CONCURRENCY, jobsPerEmployer: config.WORKER_JOBS_PER_EMPLOYER,
