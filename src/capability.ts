@@ -22,18 +22,25 @@ export type AuditMappers = Record<string, (event: RecordedEvent) => AuditEntry |
 export type Tasks = (ctx: AppContext, lease: ProcessLease) => TaskList;
 
 /**
- * What a capability started in one process: the routes and tasks that use what it created there
- * (handed to them as arguments), the ports of core's authentication it implements, and how to stop.
+ * What a capability started in one process: what it created there (`services`, which src/main.ts
+ * hands to its routes), the tasks that use it, the ports of core's authentication it implements, and
+ * how to stop.
  */
 export type Started<Services = unknown> = {
-  routes?: RoutePlugin[];
+  services?: Services;
   tasks?: Tasks;
   auth?: Partial<AuthPorts>;
-  /** What it created in this process, for tests and tools (Service.servicesOf in src/main.ts). */
-  services?: Services;
   /** Runs on shutdown, after the HTTP server, the worker and the projections have stopped. */
   stop?: () => Promise<void>;
 };
+
+/**
+ * Routes that use what their capability's start created (its Started.services, which must be
+ * `Services`). Their handlers only reach it: the console's build declares routes without starting.
+ */
+export function routesUsing<Services>(plugin: RoutePlugin<Services>): RoutePlugin {
+  return plugin as RoutePlugin;
+}
 
 export type Capability<Services = unknown> = {
   name: string;
@@ -51,7 +58,8 @@ export type Capability<Services = unknown> = {
   crontab?: string[];
   /**
    * For a capability that holds something per process (a cache, an HTTP pool, worker threads) or
-   * implements a port of core: called once per process before anything runs, to create it.
+   * implements a port of core: called once per process before anything runs, to create it. What it
+   * creates reaches its routes and tasks as arguments, never through the context.
    */
   start?: (ctx: StartContext) => Promise<Started<Services>>;
 };

@@ -170,7 +170,7 @@ export async function startService(options: {
   if (roles.includes('api')) {
     server = await buildServer(
       ctx,
-      capabilities.flatMap((capability) => [...(capability.routes ?? []), ...(started.get(capability)?.routes ?? [])]),
+      capabilities.flatMap((capability) => (capability.routes ?? []).map((plugin) => ({ plugin, services: started.get(capability)?.services }))),
       { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });

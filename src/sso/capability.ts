@@ -30,13 +30,12 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes],
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, samlRoutes],
     // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
     start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);
       const saml = createSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
       return {
-        routes: [samlRoutes(saml)],
         auth: { scimTokens: scimTokenLookup(scimTokens) },
         services: { saml },
         stop: async () => {

@@ -27,7 +27,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   return {
     name: 'webhooks',
     events: webhookEvents,
-    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes],
+    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes, webhookDeliveryRoutes],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
     consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
@@ -35,7 +35,7 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
       registerWebhookPayloads(ctx.openapi);
       return {
-        routes: [webhookDeliveryRoutes(runtime)],
+        services: runtime,
         tasks: (taskCtx, lease) => webhookTasks(taskCtx, runtime, lease, mappings),
         stop: runtime.stop,
       };

@@ -13,7 +13,7 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import type { Logger } from 'pino';
 
 /** First key of every lease lock (the second is the lease): keeps these locks apart from others. */
-export const LEASE_LOCK_NAMESPACE = 7_240_005;
+const LEASE_LOCK_NAMESPACE = 7_240_005;
 
 export type WorkerLease = {
   /** The lease currently held; changes if the lease connection had to be re-established. */
@@ -21,7 +21,7 @@ export type WorkerLease = {
   release(): Promise<void>;
 };
 
-export async function acquireWorkerLease(connectionUri: string, logger: Logger): Promise<WorkerLease> {
+async function acquireWorkerLease(connectionUri: string, logger: Logger): Promise<WorkerLease> {
   let client: pg.Client | null = null;
   let key = 0;
   let released = false;
