@@ -23,10 +23,7 @@ export type SsoCapabilityOptions = {
   samlVerifier?: Omit<SamlVerifierOptions, 'threads'>;
 };
 
-/** What the sso capability holds per process. */
-export type SsoServices = { saml: SamlRuntime };
-
-export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability<SsoServices> {
+export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability<SamlRuntime> {
   return {
     name: 'sso',
     events: ssoEvents,
@@ -37,7 +34,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
       const saml = createSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
       return {
         auth: { scimTokens: scimTokenLookup(scimTokens) },
-        services: { saml },
+        services: saml,
         stop: async () => {
           scimTokens.stop();
           await stopSamlRuntime(saml);

@@ -96,7 +96,7 @@ describe('SAML callbacks within a CPU budget', () => {
     const started = gate.started();
     const inFlight = Array.from({ length: BURST }, () => track(postFrom('198.51.100.4', junkResponse(10))));
     // One being verified (and held), five waiting their turn: none parsed to the end.
-    await waitUntil('the six junk responses in the verifier', () => service.servicesOf(ssoCapability).saml.verifier.pending() === BURST);
+    await waitUntil('the six junk responses in the verifier', () => service.servicesOf(ssoCapability).verifier.pending() === BURST);
 
     const seventh = await postFrom('198.51.100.4', junkResponse(10));
     expect(seventh.status).toBe(429);

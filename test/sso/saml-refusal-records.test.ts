@@ -100,7 +100,7 @@ describe('refused SAML callbacks are counted, not appended one event each', () =
       await enableSaml(service, tenant, idp);
       for (let i = 0; i < 5; i++) expect((await post(service, tenant.employerId, junk)).status).toBe(401);
       for (let i = 0; i < 7; i++) expect((await post(second, tenant.employerId, junk)).status).toBe(401);
-      await second.servicesOf(ssoCapability).saml.refusals.flush();
+      await second.servicesOf(ssoCapability).refusals.flush();
 
       const { minutes } = await recordSamlRefusals(service);
       const mine = minutes.filter((minute) => minute.employerId === tenant.employerId);

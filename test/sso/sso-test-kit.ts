@@ -77,6 +77,6 @@ export { followSignInLink as followSignIn } from '../support/sign-in.ts';
  * this process's counts written, then every minute up to now summarised (the job's `now` a minute on).
  */
 export async function recordSamlRefusals(service: Pick<TestService, 'ctx' | 'servicesOf'>) {
-  await service.servicesOf(ssoCapability).saml.refusals.flush();
+  await service.servicesOf(ssoCapability).refusals.flush();
   return summariseSamlRefusals(service.ctx, new Date(Date.now() + 2 * 60_000));
 }

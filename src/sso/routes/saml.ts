@@ -8,8 +8,7 @@ import {
 import { defineRoute } from '../../http/route.ts';
 import { getSsoConfiguration } from '../../../projections/sso/queries.ts';
 import { generateSpMetadata } from '../saml.ts';
-import type { SsoServices } from '../capability.ts';
-import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin } from '../saml-flow.ts';
+import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin, type SamlRuntime } from '../saml-flow.ts';
 import { PER_CLIENT_WAITING_MAX, WAITING_MAX } from '../saml-verifier.ts';
 
 const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
@@ -17,10 +16,10 @@ const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-
 const SAML_CALLBACK_URL = '/api/auth/saml/callback/:employerId';
 
 /** `services`: this process's SAML runtime (verifier threads, refusal counts, per-address limit). */
-export const samlRoutes = routesUsing<SsoServices>(async function samlRoutes(fastify, { ctx, services }) {
+export const samlRoutes = routesUsing<SamlRuntime>(async function samlRoutes(fastify, { ctx, services: saml }) {
   // The callback's limit is spent before its body is read or parsed (src/sso/saml-flow.ts).
   fastify.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.url === SAML_CALLBACK_URL) admitSamlCallback(services.saml, request, reply);
+    if (request.routeOptions.url === SAML_CALLBACK_URL) admitSamlCallback(saml, request, reply);
   });
 
   defineRoute(fastify, ctx, {
@@ -33,7 +32,7 @@ export const samlRoutes = routesUsing<SsoServices>(async function samlRoutes(fas
     params: employerParams,
     querystring: z.object({ returnTo: z.string().max(URL_MAX).optional() }),
     responses: { 302: { description: 'To the IdP' }, 400: { description: 'SAML not enabled, or returnTo not allowed' }, 404: { description: 'Unknown employer' } },
-    handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, services.saml, params.employerId, query.returnTo), 302),
+    handler: async ({ params, query, reply }) => reply.redirect(await startSamlLogin(ctx, saml, params.employerId, query.returnTo), 302),
   });
 
   defineRoute(fastify, ctx, {
@@ -62,7 +61,7 @@ export const samlRoutes = routesUsing<SsoServices>(async function samlRoutes(fas
       429: { description: 'Too many callbacks from this client address (retry-after); not read, not counted' },
       503: { description: 'SAML_BUSY: too many responses waiting to be verified (retry-after)' },
     },
-    handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, services.saml, params.employerId, body.SAMLResponse, request, reply), 302),
+    handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, saml, params.employerId, body.SAMLResponse, request, reply), 302),
   });
 
   defineRoute(fastify, ctx, {
