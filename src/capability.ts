@@ -18,17 +18,12 @@ export type AuditEntry = { action: string; targetType: string; targetId: string;
 /** event type -> audit entry (or null when this occurrence is not auditable). */
 export type AuditMappers = Record<string, (event: RecordedEvent) => AuditEntry | null>;
 
-/** graphile-worker tasks, built once per worker process; `lease` is that process's (src/worker/lease.ts). */
-export type Tasks = (ctx: AppContext, lease: ProcessLease) => TaskList;
-
 /**
  * What a capability started in one process: what it created there (`services`, which src/main.ts
- * hands to its routes), the tasks that use it, the ports of core's authentication it implements, and
- * how to stop.
+ * hands to its routes and tasks), the ports of core's authentication it implements, and how to stop.
  */
 export type Started<Services = unknown> = {
   services?: Services;
-  tasks?: Tasks;
   auth?: Partial<AuthPorts>;
   /** Runs on shutdown, after the HTTP server, the worker and the projections have stopped. */
   stop?: () => Promise<void>;
@@ -53,7 +48,11 @@ export type Capability<Services = unknown> = {
   auditMappers?: AuditMappers;
   /** Events this capability handles in the worker, each through one of its tasks. */
   consumers?: EventConsumer[];
-  tasks?: Tasks;
+  /**
+   * Its graphile-worker tasks, built once per worker process: `lease` is that process's
+   * (src/worker/lease.ts), `services` what the capability's start created there.
+   */
+  tasks?(ctx: AppContext, lease: ProcessLease, services: Services): TaskList;
   /** graphile-worker crontab lines (`<minute> <hour> <day> <month> <weekday> <task>`), run by every worker process, once per slot. */
   crontab?: string[];
   /**

@@ -156,7 +156,7 @@ export async function startService(options: {
   const lease = roles.includes('worker') ? createProcessLease(db.connectionUri, logger) : null;
   let worker: WorkerRunner | null = null;
   if (lease) {
-    const tasks = Object.assign({}, ...capabilities.flatMap((capability) => [capability.tasks, started.get(capability)?.tasks].map((build) => build?.(ctx, lease) ?? {})));
+    const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx, lease, started.get(capability)?.services) ?? {}));
     const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
     worker = await startWorker({
       pgPool: db.worker!, tasks, crontab, reserveConcurrency: config.WORKER_RESERVE_CONCURRENCY, jobsPerEmployer: config.WORKER_JOBS_PER_EMPLOYER,

@@ -7,7 +7,7 @@ import { webhookEventMappings, type WebhookEventMappings } from './event-types.t
 import { webhookDeliveryRoutes } from './routes/deliveries.ts';
 import { webhookSigningSecretRoutes } from './routes/signing-secret.ts';
 import { webhookSubscriptionRoutes } from './routes/subscriptions.ts';
-import { createWebhookRuntime } from './runtime.ts';
+import { createWebhookRuntime, type WebhookRuntime } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './worker-tasks.ts';
 import { webhookEvents } from './events.ts';
 import { registerWebhookPayloads } from './payloads.ts';
@@ -22,7 +22,7 @@ export type WebhooksCapabilityOptions = {
   eventMappings?: WebhookEventMappings;
 };
 
-export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}): Capability {
+export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}): Capability<WebhookRuntime> {
   const mappings = options.eventMappings ?? webhookEventMappings;
   return {
     name: 'webhooks',
@@ -31,14 +31,11 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
     consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
+    tasks: (ctx, lease, runtime) => webhookTasks(ctx, runtime, lease, mappings),
     start: async (ctx) => {
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
       registerWebhookPayloads(ctx.openapi);
-      return {
-        services: runtime,
-        tasks: (taskCtx, lease) => webhookTasks(taskCtx, runtime, lease, mappings),
-        stop: runtime.stop,
-      };
+      return { services: runtime, stop: runtime.stop };
     },
   };
 }
