@@ -26,7 +26,7 @@ import type { WebhookRuntime } from './runtime.ts';
 import type { ProcessLease, WorkerLease } from '../worker/lease.ts';
 
 export const FAN_OUT_TASK = 'webhook_fan_out';
-export const RECOVER_TASK = 'webhook_recover_attempts';
+const RECOVER_TASK = 'webhook_recover_attempts';
 const RECOVERY_INTERVAL_MS = 60_000;
 
 /** A claim held this long is abandoned: an attempt takes at most WEBHOOK_ATTEMPT_TIMEOUT_MS (10 s) plus its recording. */
