@@ -27,7 +27,7 @@ async function describeApi() {
   const fastify = Fastify();
   // What buildServer decorates its instance with and route plugins use while registering.
   fastify.decorate('errorShapesByPrefix', new Map());
-  for (const plugin of capabilities.filter((capability) => capability.name !== 'console').flatMap((capability) => capability.routes ?? [])) await fastify.register(plugin, { ctx });
+  for (const plugin of capabilities.filter((capability) => capability.name !== 'console').flatMap((capability) => capability.routes ?? [])) await fastify.register(plugin, { ctx, services: undefined });
   await fastify.ready();
   await fastify.close();
   return openApiDocument(ctx.openapi, config.PUBLIC_BASE_URL);

@@ -4,6 +4,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { START, formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
+import type { ProjectionReadiness } from '../src/http/server.ts';
 import { parkedCounts } from './parking.ts';
 import { eventTypeFilterOf, type Projection } from '../src/event-store/projection.ts';
 
@@ -60,15 +61,6 @@ export async function projectionStatuses(deps: { pool: DatabasePool; eventStore:
     });
   return [...known, ...unknown];
 }
-
-export type ProjectionReadiness = {
-  /** Projections with events of their types waiting that have not moved for a minute. */
-  stalled: string[];
-  /** Pending events of the stalled projections, counted up to READINESS_COUNT_LIMIT. */
-  lag: Record<string, number>;
-  /** Parked events per projection that has any. */
-  parked: Record<string, number>;
-};
 
 /** What GET /readyz reports about the projections: two small reads, plus a bounded count per projection idle for a minute. */
 export async function projectionReadiness(deps: { pool: DatabasePool; eventStore: EventStore; projections: Projection[] }): Promise<ProjectionReadiness> {

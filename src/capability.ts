@@ -2,14 +2,42 @@
 // of capabilities lives in src/capabilities.ts; src/main.ts wires each part into its runner.
 import type { KeyObject } from 'node:crypto';
 import type { TaskList } from 'graphile-worker';
+import type { AppContext, StartContext } from './app-context.ts';
+import type { AuthPorts } from './auth/ports.ts';
+import type { RecordedEvent } from './event-store/port.ts';
 import type { Projection } from './event-store/projection.ts';
-import type { AppContext } from './app-context.ts';
-import type { AuditMappers } from '../projections/audit/audit-entry.ts';
 import type { EventSchema } from './event-store/schemas.ts';
 import type { RoutePlugin } from './http/server.ts';
 import type { EventConsumer } from './worker/dispatcher.ts';
+import type { ProcessLease } from './worker/lease.ts';
 
-export type Capability = {
+// Audit records are derived from events: each capability says which of its events are auditable and
+// how they read (action names of SPEC section 5.5); the audit projection writes them to audit_log.
+export type AuditEntry = { action: string; targetType: string; targetId: string; details?: Record<string, unknown> };
+
+/** event type -> audit entry (or null when this occurrence is not auditable). */
+export type AuditMappers = Record<string, (event: RecordedEvent) => AuditEntry | null>;
+
+/**
+ * What a capability started in one process: what it created there (`services`, which src/main.ts
+ * hands to its routes and tasks), the ports of core's authentication it implements, and how to stop.
+ */
+export type Started<Services = unknown> = {
+  services?: Services;
+  auth?: Partial<AuthPorts>;
+  /** Runs on shutdown, after the HTTP server, the worker and the projections have stopped. */
+  stop?: () => Promise<void>;
+};
+
+/**
+ * Routes that use what their capability's start created (its Started.services, which must be
+ * `Services`). Their handlers only reach it: the console's build declares routes without starting.
+ */
+export function routesUsing<Services>(plugin: RoutePlugin<Services>): RoutePlugin {
+  return plugin as RoutePlugin;
+}
+
+export type Capability<Services = unknown> = {
   name: string;
   /** Schemas of the events this capability's deciders write (src/<capability>/events.ts). */
   events?: readonly EventSchema[];
@@ -20,9 +48,17 @@ export type Capability = {
   auditMappers?: AuditMappers;
   /** Events this capability handles in the worker, each through one of its tasks. */
   consumers?: EventConsumer[];
-  tasks?: (ctx: AppContext) => TaskList;
+  /**
+   * Its graphile-worker tasks, built once per worker process: `lease` is that process's
+   * (src/worker/lease.ts), `services` what the capability's start created there.
+   */
+  tasks?(ctx: AppContext, lease: ProcessLease, services: Services): TaskList;
   /** graphile-worker crontab lines (`<minute> <hour> <day> <month> <weekday> <task>`), run by every worker process, once per slot. */
   crontab?: string[];
-  /** Called once per process before anything runs (install authenticators, start caches, ...). */
-  setup?: (ctx: AppContext) => Promise<void>;
+  /**
+   * For a capability that holds something per process (a cache, an HTTP pool, worker threads) or
+   * implements a port of core: called once per process before anything runs, to create it. What it
+   * creates reaches its routes and tasks as arguments, never through the context.
+   */
+  start?: (ctx: StartContext) => Promise<Started<Services>>;
 };

@@ -6,15 +6,16 @@ import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { auditProjection } from '../projections/audit/projection.ts';
 import { auditChainProjection } from '../projections/audit-chain/projection.ts';
-import { resolveAuditSigner, type AuditSigner } from './audit/signing-key.ts';
 import { handlesEventType, type Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
 import { projectionReadiness } from '../projections/status.ts';
-import type { AppContext } from './app-context.ts';
+import type { AppContext, StartContext } from './app-context.ts';
+import { NO_CREDENTIALS, type AuthPorts } from './auth/ports.ts';
 import { capabilities as defaultCapabilities } from './capabilities.ts';
-import type { Capability } from './capability.ts';
+import type { Capability, Started } from './capability.ts';
 import type { Config } from './config.ts';
 import { resolveEncryptionKey } from './crypto/encryption-key.ts';
+import { resolveAuditSigner, type AuditSigner } from './crypto/signing-key.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
@@ -23,8 +24,10 @@ import { createEventStore } from './event-store/create.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
-import { sealPrototypes } from './prototypes.ts';
+import { sealPrototypes } from './http/prototypes.ts';
+import { createMailer } from './net/mailer.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
+import { createProcessLease } from './worker/lease.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
@@ -35,6 +38,8 @@ export type Service = {
   url: string | null;
   server: FastifyInstance | null;
   projections: Projection[];
+  /** What the capability of this name created in this process (its Started.services), for tests and tools. */
+  servicesOf<Services>(capability: Capability<Services>): Services;
   stop(): Promise<void>;
 };
 
@@ -76,7 +81,7 @@ export async function startService(options: {
   /** Extra projections (tests use this to add consumers). */
   extraProjections?: Projection[];
 }): Promise<Service> {
-  // Before any request or event is read (src/prototypes.ts says why sealed, and not frozen).
+  // Before any request or event is read (src/http/prototypes.ts says why sealed, and not frozen).
   sealPrototypes();
   const { config } = options;
   const roles = options.roles ?? ALL_ROLES;
@@ -107,7 +112,7 @@ export async function startService(options: {
   // no read model shows, costs no wait at all.
   const projectionsHandling = (eventTypes: readonly string[]) =>
     awaitedProjections.filter((projection) => eventTypes.some((type) => handlesEventType(projection, type))).map((projection) => projection.name);
-  const ctx: AppContext = {
+  const base: StartContext = {
     config,
     db,
     eventStore,
@@ -123,20 +128,13 @@ export async function startService(options: {
     },
     waitForReadModels: waitForProjections,
     openapi: new OpenAPIRegistry(),
-    apiKeyAuthenticator: null,
-    sessionLookup: null,
-    platformTokenLookup: null,
-    apiKeyPipeline: null,
-    webhookRuntime: null,
-    scimTokens: null,
-    saml: null,
-    patientDirectory: null,
-    mailer: null,
     encryptionKey,
+    mailer: createMailer(config, logger),
     auditSigner,
-    shutdownHooks: [],
   };
-  for (const capability of capabilities) await capability.setup?.(ctx);
+  const started = new Map<Capability, Started>();
+  for (const capability of capabilities) if (capability.start) started.set(capability, await capability.start(base));
+  const ctx: AppContext = { ...base, auth: authPortsOf([...started.values()]) };
 
   let projectionRunner: ProjectionRunner | null = null;
   if (roles.includes('projections')) {
@@ -154,9 +152,11 @@ export async function startService(options: {
     });
   }
 
+  // A worker process holds one lease, which the tasks of every capability share (src/worker/lease.ts).
+  const lease = roles.includes('worker') ? createProcessLease(db.connectionUri, logger) : null;
   let worker: WorkerRunner | null = null;
-  if (roles.includes('worker')) {
-    const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx) ?? {}));
+  if (lease) {
+    const tasks = Object.assign({}, ...capabilities.map((capability) => capability.tasks?.(ctx, lease, started.get(capability)?.services) ?? {}));
     const crontab = capabilities.flatMap((capability) => capability.crontab ?? []).join('\n');
     worker = await startWorker({
       pgPool: db.worker!, tasks, crontab, reserveConcurrency: config.WORKER_RESERVE_CONCURRENCY, jobsPerEmployer: config.WORKER_JOBS_PER_EMPLOYER,
@@ -170,7 +170,7 @@ export async function startService(options: {
   if (roles.includes('api')) {
     server = await buildServer(
       ctx,
-      capabilities.flatMap((capability) => capability.routes ?? []),
+      capabilities.flatMap((capability) => (capability.routes ?? []).map((plugin) => ({ plugin, services: started.get(capability)?.services }))),
       { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
@@ -182,17 +182,29 @@ export async function startService(options: {
     url,
     server,
     projections,
+    servicesOf<Services>(capability: Capability<Services>): Services {
+      const services = [...started].find(([running]) => running.name === capability.name)?.[1].services;
+      if (services === undefined) throw new Error(`capability ${capability.name} started nothing in this service`);
+      return services as Services;
+    },
     stop: () =>
       (stopping ??= (async () => {
         await server?.close(); // in-flight requests finish first
         await worker?.stop(); // running jobs finish first
         await projectionRunner?.stop();
-        // Then what capabilities hold open (telemetry flushes, HTTP pools, leases), with the database still up.
-        for (const hook of ctx.shutdownHooks) await hook().catch((error) => logger.error({ err: error }, 'shutdown hook failed'));
+        // Then what capabilities hold open (telemetry flushes, HTTP pools, caches), with the database still up.
+        for (const [capability, parts] of started) await parts.stop?.().catch((error) => logger.error({ err: error, capability: capability.name }, 'stopping a capability failed'));
+        await lease?.release();
+        base.mailer.close();
         await eventStore.close();
         await notifications.close();
         await closeDatabase(db);
         await embedded?.stop();
       })()),
   };
+}
+
+/** Core's authentication ports as the started capabilities implement them; NO_CREDENTIALS for the others. */
+function authPortsOf(started: Started[]): AuthPorts {
+  return Object.assign({ ...NO_CREDENTIALS }, ...started.map((parts) => parts.auth ?? {}));
 }

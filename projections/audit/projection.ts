@@ -1,6 +1,6 @@
 // Read model `audit_log`: one row per auditable event, written in one statement per batch.
 import { sql } from 'slonik';
-import type { AuditMappers } from './audit-entry.ts';
+import type { AuditMappers } from '../../src/capability.ts';
 import { defineProjection, type Projection } from '../../src/event-store/projection.ts';
 
 export function auditProjection(mappers: AuditMappers): Projection {

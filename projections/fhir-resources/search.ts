@@ -10,7 +10,7 @@ import { emailBlindIndex } from '../../src/crypto/personal-data.ts';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { EARLIEST_INSTANT_MS, END_OF_INSTANTS_MS, instantMillis, utcMillis } from '../../src/http/instant.ts';
 import type { FhirJson, FhirResourceType } from '../../src/patients/events.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../../src/prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../../src/http/prototypes.ts';
 import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type SearchParameter } from './search-parameters.ts';
 
 export const DEFAULT_COUNT = 20;

@@ -1,7 +1,7 @@
 import { apiKeysProjection } from '../../projections/api-keys/projection.ts';
 import type { Capability } from '../capability.ts';
 import { apiKeyAuditMappers } from './audit.ts';
-import { installApiKeyPipeline } from './pipeline.ts';
+import { startApiKeyPipeline } from './pipeline.ts';
 import type { Clock } from './rate-limiter.ts';
 import { apiKeyRoutes } from './routes/key.ts';
 import { apiKeyCollectionRoutes } from './routes/keys.ts';
@@ -16,7 +16,10 @@ export function createApiKeysCapability(options: { clock?: Clock } = {}): Capabi
     routes: [apiKeyCollectionRoutes(clock), apiKeyRoutes(clock)],
     projections: [apiKeysProjection],
     auditMappers: apiKeyAuditMappers,
-    setup: async (ctx) => void (await installApiKeyPipeline(ctx, clock)),
+    start: async (ctx) => {
+      const pipeline = await startApiKeyPipeline(ctx, clock);
+      return { auth: { apiKeys: pipeline }, stop: pipeline.stop };
+    },
   };
 }
 

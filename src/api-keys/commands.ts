@@ -61,5 +61,5 @@ export async function changeApiKey(ctx: AppContext, context: CommandContext, inp
 
 async function runApiKeyCommand(ctx: AppContext, context: CommandContext, keyId: string, command: ApiKeyCommand) {
   const { state, newEvents } = await handleCommand(ctx.commands, { streamName: apiKeyStream(employerOf(context), keyId), decider: apiKeyDecider, command, context });
-  if (newEvents.length > 0 && state.status !== 'absent') ctx.apiKeyPipeline?.invalidate(state.keyHash);
+  if (newEvents.length > 0 && state.status !== 'absent') ctx.auth.apiKeys.invalidate(state.keyHash);
 }

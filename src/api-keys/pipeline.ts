@@ -1,9 +1,10 @@
-// The request pipeline of every route that accepts `x-api-key` (installed as ctx.apiKeyAuthenticator;
+// The request pipeline of every route that accepts `x-api-key` (core's API-key port, src/auth/ports.ts;
 // src/auth/authenticate.ts calls it when the header is present), with the key cache, the shared rate
 // limiter and the batched usage recorder of this process. The order of the checks is
 // API_KEY_CHECK_ORDER below, which the OpenAPI description repeats.
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../app-context.ts';
+import type { StartContext } from '../app-context.ts';
+import type { ApiKeys } from '../auth/ports.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { API_VERSION_HEADER, resolveApiVersion } from '../http/versioning.ts';
@@ -34,16 +35,9 @@ export const API_KEY_CHECK_ORDER = [
   'unless TRUST_PROXY names trusted proxies; IPv4-mapped IPv6 addresses match IPv4 ranges.',
 ].join('\n');
 
-export type ApiKeyPipeline = {
-  authenticate: (request: FastifyRequest, rawKey: string, scope: Scope | undefined) => Promise<Principal>;
-  /** Makes this process forget a key at once (after a command changed it here). */
-  invalidate(keyHash: string): void;
-  /** Writes pending telemetry and IP rejections now (also runs every 5 s and on shutdown). */
-  flush(): Promise<void>;
-  stop(): Promise<void>;
-};
+export type ApiKeyPipeline = ApiKeys & { stop(): Promise<void> };
 
-export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Promise<ApiKeyPipeline> {
+export async function startApiKeyPipeline(ctx: StartContext, clock: Clock): Promise<ApiKeyPipeline> {
   const pool = ctx.db.slonik;
   const cache = await createKeyCache({ pool, notifications: ctx.notifications, clock });
   const limiter = createRateLimiter({ pool, clock });
@@ -107,7 +101,7 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
   }, FLUSH_INTERVAL_MS);
   timer.unref();
 
-  const pipeline: ApiKeyPipeline = {
+  return {
     authenticate,
     invalidate: cache.invalidate,
     flush,
@@ -117,10 +111,6 @@ export async function installApiKeyPipeline(ctx: AppContext, clock: Clock): Prom
       await flush();
     },
   };
-  ctx.apiKeyPipeline = pipeline;
-  ctx.apiKeyAuthenticator = authenticate;
-  ctx.shutdownHooks.push(pipeline.stop);
-  return pipeline;
 }
 
 function assertUsable(key: CachedKey, now: number) {

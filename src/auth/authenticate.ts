@@ -1,6 +1,6 @@
 // Authentication of one request against its route's declared requirement. Order: an `x-api-key`
-// header decides the mode (API-key pipeline of the api-keys capability); otherwise the session cookie,
-// its rate limit, then role, then scope, then cross-site request forgery protection for state-changing calls.
+// header decides the mode (the API-key port, ctx.auth.apiKeys); otherwise the session cookie (the session
+// port), its rate limit, then role, then scope, then cross-site request forgery protection for state-changing calls.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
@@ -20,8 +20,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
     if (!auth.modes.includes('apiKey')) {
       throw new DomainError('forbidden', 'SESSION_REQUIRED', 'This route accepts only a browser session; API keys cannot call it.');
     }
-    if (!ctx.apiKeyAuthenticator) throw new DomainError('unauthenticated', 'INVALID_API_KEY', 'API keys are not accepted by this server.');
-    const principal = await ctx.apiKeyAuthenticator(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope).finally(() => {
+    const principal = await ctx.auth.apiKeys.authenticate(request, Array.isArray(rawKey) ? rawKey[0]! : rawKey, auth.scope).finally(() => {
       // Headers the pipeline answers with, on success and on its errors alike (RateLimit-*, retry-after, x-api-version).
       if (request.apiKeyReplyHeaders) reply.headers(request.apiKeyReplyHeaders);
     });
@@ -35,7 +34,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
       : auth.modes.includes('apiKey') ? 'an x-api-key header' : 'a browser session';
     throw new DomainError('unauthenticated', 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
   }
-  const session = ctx.sessionLookup ? await ctx.sessionLookup(sessionSecret) : null;
+  const session = await ctx.auth.sessions(sessionSecret);
   if (!session) throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
   assertSessionCallAllowed(ctx, session, reply);
   const { role } = session;

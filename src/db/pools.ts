@@ -43,7 +43,7 @@ export type ConnectionPlan = {
   listener: number;
   /** graphile-worker: its LISTEN connection, job fetches and completions (tasks use the read-model pool). */
   worker: number;
-  /** The webhook worker lease (src/webhooks/worker-lease.ts). */
+  /** The worker lease (src/worker/lease.ts). */
   workerLease: number;
   total: number;
 };

@@ -8,8 +8,7 @@ import type { AppContext } from '../app-context.ts';
 import { handleCommand } from '../event-store/command-handler.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { Keyset } from '../http/page.ts';
-import { LEASE_LOCK_NAMESPACE } from '../webhooks/worker-lease.ts';
-import { webhookRuntimeOf } from '../webhooks/runtime.ts';
+import { leaseAbandoned, unlockJobsOfDeadWorkers, type ProcessLease } from '../worker/lease.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
@@ -66,8 +65,8 @@ async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   }
 }
 
-async function runExport(ctx: AppContext, job: ExportJob, helpers: JobHelpers): Promise<void> {
-  const lease = (await webhookRuntimeOf(ctx).workerLease()).key();
+async function runExport(ctx: AppContext, processLease: ProcessLease, job: ExportJob, helpers: JobHelpers): Promise<void> {
+  const lease = (await processLease.held()).key();
   const started = await ctx.db.slonik.transaction(async (tx) => {
     const row = await lockExport(tx, job.employerId, job.exportId);
     if (!row || (row.status !== 'pending' && row.status !== 'running')) return row;
@@ -99,36 +98,30 @@ async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: s
 /**
  * Exports running under a lease no process holds any more (its worker died): their jobs are unlocked
  * with graphile-worker's force_unlock_workers, so they run again now rather than after graphile-worker's
- * 4 hours, and resume from their last chunk (the same scheme as webhook attempts, worker-lease.ts).
+ * 4 hours, and resume from their last chunk (src/worker/lease.ts).
  */
 export async function recoverInterruptedExports(pool: DatabasePool): Promise<number> {
   return pool.transaction(async (tx) => {
     const workers = await tx.anyFirst(sql.type(z.object({ worker_id: z.string() }))`
       WITH orphaned AS (
         SELECT e.employer_id, e.export_id, e.worker_id FROM exports e
-        WHERE e.status = 'running' AND e.worker_lease IS NOT NULL
-          AND NOT EXISTS (
-            SELECT 1 FROM pg_locks l
-            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-              AND l.classid = ${LEASE_LOCK_NAMESPACE}::int::oid AND l.objid = e.worker_lease::oid)
+        WHERE e.status = 'running' AND e.worker_lease IS NOT NULL AND ${leaseAbandoned(sql.fragment`e.worker_lease`)}
         FOR UPDATE OF e SKIP LOCKED
       )
       UPDATE exports e SET worker_lease = NULL, worker_id = NULL FROM orphaned o
       WHERE e.employer_id = o.employer_id AND e.export_id = o.export_id RETURNING o.worker_id`);
     if (workers.length === 0) return 0;
-    await tx.query(sql.unsafe`SELECT graphile_worker.force_unlock_workers(${sql.array([...new Set(workers)], 'text')})`);
-    await tx.query(sql.unsafe`SELECT pg_notify('jobs:insert', ${JSON.stringify({ count: workers.length })})`);
+    await unlockJobsOfDeadWorkers(tx, workers);
     return workers.length;
   });
 }
 
-export function exportTasks(ctx: AppContext): TaskList {
+export function exportTasks(ctx: AppContext, lease: ProcessLease): TaskList {
   return {
     [RUN_EXPORT_TASK]: async (payload, helpers) => {
       const job = payload as ExportJob;
       try {
-        await runExport(ctx, job, helpers);
+        await runExport(ctx, lease, job, helpers);
       } catch (error) {
         // The last attempt marks the export failed, so its status does not stay `running` for ever.
         if (helpers.job.attempts >= helpers.job.max_attempts) await markFailed(ctx.db.slonik, job.employerId, job.exportId, 'The export could not be written.');

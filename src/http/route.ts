@@ -11,7 +11,7 @@ import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './
 import { DomainError } from '../event-store/decider.ts';
 import { jsonBodyBudgetHook, type JsonBodyBudget } from './json-budget.ts';
 import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_VALUES_MAX } from './limits.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from './prototypes.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
 
@@ -115,7 +115,7 @@ function parseInput(schema: ZodType | undefined, value: unknown, where: string):
  * jsonb refuse them), unpaired UTF-16 surrogates (not UTF-8) and JSON nested deeper than
  * JSON_DEPTH_MAX (later code walks values recursively; so does this, never deeper than the limit);
  * and any property name, or path parameter, with a segment that names a prototype member
- * (src/prototypes.ts): code reading the input by those names would reach shared prototypes.
+ * (./prototypes.ts): code reading the input by those names would reach shared prototypes.
  * On every request's path: the field's path is only put together for a refusal.
  */
 function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body'): void {

@@ -11,16 +11,29 @@ import { OpenApiGeneratorV31, type OpenAPIRegistry } from '@asteasolutions/zod-t
 import Fastify, { LogController, type ConnectionError, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { sql } from 'slonik';
-import type { ProjectionReadiness } from '../../projections/status.ts';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
-export type RoutePlugin = FastifyPluginAsync<{ ctx: AppContext }>;
+/**
+ * A capability's routes. `services` is what the capability's start created in this process
+ * (src/capability.ts), undefined for a capability that starts nothing.
+ */
+export type RoutePlugin<Services = unknown> = FastifyPluginAsync<{ ctx: AppContext; services: Services }>;
 
 const READINESS_TIMEOUT_MS = 1500;
+
+/** What GET /readyz reports of the projections (read by projections/status.ts). */
+export type ProjectionReadiness = {
+  /** Projections with events of their types waiting that have not moved for a minute. */
+  stalled: string[];
+  /** Pending events of the stalled projections, counted up to a limit. */
+  lag: Record<string, number>;
+  /** Parked events per projection that has any. */
+  parked: Record<string, number>;
+};
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -58,7 +71,7 @@ class OneLinePerRequest extends LogController {
   }
 }
 
-export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
+export async function buildServer(ctx: AppContext, routes: Array<{ plugin: RoutePlugin; services: unknown }>, health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
   const errorShapesByPrefix = new Map<string, ErrorShape>();
   const shapeForPath = (path: string) => [...errorShapesByPrefix].find(([prefix]) => path.startsWith(prefix))?.[1] ?? defaultErrorShape;
   const fastify = Fastify({
@@ -126,7 +139,7 @@ export async function buildServer(ctx: AppContext, plugins: RoutePlugin[], healt
     return { status: 'ok', database: 'ok' };
   });
 
-  for (const plugin of plugins) await fastify.register(plugin, { ctx });
+  for (const { plugin, services } of routes) await fastify.register(plugin, { ctx, services });
 
   const document = openApiDocument(ctx.openapi, ctx.config.PUBLIC_BASE_URL);
   fastify.get('/api/openapi', async () => document);

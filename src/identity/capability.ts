@@ -12,11 +12,13 @@ export const identityCapability: Capability = {
   routes: [identityRoutes],
   projections: [identityProjection],
   auditMappers: identityAuditMappers,
-  // Sessions are this capability's; authentication (core) asks it through the context.
-  setup: async (ctx) => {
-    ctx.sessionLookup = async (sessionSecret) => {
-      const session = await findActiveSession(ctx.db.pg, sha256Hex(sessionSecret));
-      return session && { sessionId: session.session_id, employerId: session.employer_id, userId: session.user_id, role: session.role };
-    };
-  },
+  // Sessions are this capability's; core's authentication asks it through its port.
+  start: async (ctx) => ({
+    auth: {
+      sessions: async (sessionSecret) => {
+        const session = await findActiveSession(ctx.db.pg, sha256Hex(sessionSecret));
+        return session && { sessionId: session.session_id, employerId: session.employer_id, userId: session.user_id, role: session.role };
+      },
+    },
+  }),
 };

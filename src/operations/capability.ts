@@ -3,7 +3,6 @@
 import type { Capability } from '../capability.ts';
 import { operationsAuditMappers } from './audit.ts';
 import { operationsEvents } from './events.ts';
-import { createMailer } from './mailer.ts';
 import { cronRoutes } from './routes.ts';
 import { ALERTS_TASK, MAIL_TASK, operationsTasks, REVIEW_TASK } from './tasks.ts';
 
@@ -15,9 +14,4 @@ export const operationsCapability: Capability = {
   consumers: [{ name: 'operations-mail', eventTypes: ['IntegrationAlertRaised', 'ApiKeyInventoryReviewed'], task: MAIL_TASK }],
   tasks: operationsTasks,
   crontab: [`0 * * * * ${ALERTS_TASK}`, `0 0 1 * * ${REVIEW_TASK}`],
-  setup: async (ctx) => {
-    const mailer = createMailer(ctx.config, ctx.logger);
-    ctx.mailer = mailer;
-    ctx.shutdownHooks.push(async () => mailer.close());
-  },
 };

@@ -32,7 +32,7 @@ export type IntegrationAlertsSummary = {
  */
 export async function runIntegrationAlerts(ctx: AppContext, now: Date): Promise<IntegrationAlertsSummary> {
   // This process's counts from the last seconds first (they are written every 5 s).
-  await ctx.apiKeyPipeline?.flush();
+  await ctx.auth.apiKeys.flush();
   const windowStart = new Date(now.getTime() - HOUR_MS);
   const threshold = ctx.config.INTEGRATION_ALERT_IP_REJECTIONS_THRESHOLD;
   const byEmployer = Map.groupBy(await ipRejectionsBetween(ctx.db.slonik, windowStart, now), (row) => row.employer_id);

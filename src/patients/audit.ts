@@ -1,6 +1,6 @@
 // Audit actions of patients and FHIR writes (no personal data in the details: ids and counts only).
 // Patients registered or updated by a cohort upload are audited once, as the upload.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 export const patientAuditMappers: AuditMappers = {
   PatientRegistered: (event) => (event.data.cohortId ? null : { action: 'fhir.create', targetType: 'Patient', targetId: String(event.data.patientId) }),

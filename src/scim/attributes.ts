@@ -2,7 +2,7 @@
 // them from POST/PUT bodies and PATCH results, and the `attributes`/`excludedAttributes` selection.
 import { z } from 'zod';
 import { EMAIL_MAX, CODE_MAX, ID_MAX, NAME_MAX, SCIM_EMAILS_MAX, SCIM_GROUP_MEMBERS_MAX, SCIM_QUERY_MAX, SCIM_TEXT_MAX } from '../http/limits.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../http/prototypes.ts';
 import { ScimError } from './errors.ts';
 
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
@@ -127,7 +127,7 @@ export function selectAttributes(
 
 /**
  * The `attributes` or `excludedAttributes` query parameter: refused (400 invalidValue, before any
- * work) when a path names a prototype member (src/prototypes.ts).
+ * work) when a path names a prototype member (src/http/prototypes.ts).
  */
 export const attributeListSchema = z
   .string()

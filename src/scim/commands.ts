@@ -93,7 +93,7 @@ async function writeScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCa
       return wanted;
     }, ifMatch),
   );
-  for (const keyHash of revokedKeyHashes) ctx.apiKeyPipeline?.invalidate(keyHash);
+  for (const keyHash of revokedKeyHashes) ctx.auth.apiKeys.invalidate(keyHash);
   // Sessions are ended also when the user was already inactive: one left over by a failed earlier attempt goes now.
   if (deactivated) await endUserSessions(ctx, context, { userId });
   // A deactivation also waits for api-keys, which marks the user's keys revoked and refused.

@@ -8,7 +8,7 @@ import { tokenizer } from 'scim2-parse-filter/lib/src/parser.js';
 import { sql, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { instantSchema, INSTANT_RANGE_MESSAGE } from '../http/instant.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../http/prototypes.ts';
 import { ScimError } from './errors.ts';
 
 export type ScimAttributeType = 'string' | 'boolean' | 'datetime' | 'uuid';
@@ -55,7 +55,7 @@ export function scimFilterToSql(filter: string, attributes: ScimAttributeMap): F
   return translate(ast, { attributes, withSubAttribute });
 }
 
-/** The first attribute path segment of a parsed filter that names a prototype member (src/prototypes.ts). */
+/** The first attribute path segment of a parsed filter that names a prototype member (src/http/prototypes.ts). */
 export function prototypeNameInFilter(node: Filter): string | undefined {
   switch (node.op) {
     case 'and':

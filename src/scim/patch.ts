@@ -3,7 +3,7 @@
 // attribute names, read-only attributes refused or ignored), then applied with `scim-patch`.
 // scim-patch walks the document by the names in paths and in the keys of values (`a.b` keys too), and
 // creates what is missing: no path segment, value filter attribute or value key may name a prototype
-// member (src/prototypes.ts), and the document it walks has no prototypes (applyOperations).
+// member (src/http/prototypes.ts), and the document it walks has no prototypes (applyOperations).
 import { scimPatch, type ScimPatchOperation as LibraryOperation, type ScimResource } from 'scim-patch';
 import { filter as compileFilter, parse as parseFilter } from 'scim2-parse-filter';
 import { z } from 'zod';
@@ -16,7 +16,7 @@ import {
   type ScimUserDoc,
 } from './attributes.ts';
 import { CODE_MAX, SCIM_PATCH_SCHEMAS_MAX, SCIM_PATH_MAX, URL_MAX } from '../http/limits.ts';
-import { prototypeNameIn, prototypeNameMessage } from '../prototypes.ts';
+import { prototypeNameIn, prototypeNameMessage } from '../http/prototypes.ts';
 import { ScimError } from './errors.ts';
 import { prototypeNameInFilter } from './filter.ts';
 

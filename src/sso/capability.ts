@@ -2,10 +2,12 @@ import { ssoProjection } from '../../projections/sso/projection.ts';
 import type { Capability } from '../capability.ts';
 import { ssoAuditMappers } from './audit.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
-import { ssoRoutes } from './routes.ts';
-import { DEFAULT_SAML_CALLBACK_LIMIT, installSamlRuntime } from './saml-flow.ts';
+import { ssoConfigurationRoutes } from './routes/configuration.ts';
+import { samlRoutes } from './routes/saml.ts';
+import { ssoTrustChangeRoutes } from './routes/trust-changes.ts';
+import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
-import { createScimTokenCache } from './scim-token.ts';
+import { createScimTokenCache, scimTokenLookup } from './scim-token.ts';
 import { SSO_CONFIGURATION_EVENT_TYPES, ssoEvents } from './events.ts';
 import { REFUSAL_SUMMARIES_TASK, SSO_TRUST_MAIL_TASK, ssoTasks } from './tasks.ts';
 
@@ -18,16 +20,23 @@ export type SsoCapabilityOptions = {
   samlVerifier?: Omit<SamlVerifierOptions, 'threads'>;
 };
 
-export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability {
+export function createSsoCapability(options: SsoCapabilityOptions = {}): Capability<SamlRuntime> {
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoRoutes(options)],
-    setup: async (ctx) => {
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, samlRoutes],
+    // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
+    start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);
-      ctx.scimTokens = scimTokens;
-      ctx.shutdownHooks.push(async () => scimTokens.stop());
-      installSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
+      const saml = createSamlRuntime(ctx, { callbackLimit: options.callbackLimit ?? DEFAULT_SAML_CALLBACK_LIMIT, ...(options.samlVerifier ? { verifier: options.samlVerifier } : {}) });
+      return {
+        auth: { scimTokens: scimTokenLookup(scimTokens) },
+        services: saml,
+        stop: async () => {
+          scimTokens.stop();
+          await stopSamlRuntime(saml);
+        },
+      };
     },
     tasks: ssoTasks,
     crontab: [`* * * * * ${REFUSAL_SUMMARIES_TASK}`],

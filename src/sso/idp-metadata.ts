@@ -5,7 +5,7 @@ import { DOMParser, onErrorStopParsing } from '@xmldom/xmldom';
 import type { Element } from '@xmldom/xmldom';
 import { request } from 'undici';
 import { DomainError } from '../event-store/decider.ts';
-import { assertSafeWebhookUrl, createSafeDispatcher, UnsafeTargetError } from '../webhooks/safe-target.ts';
+import { assertSafeTargetUrl, createSafeDispatcher, UnsafeTargetError } from '../net/safe-target.ts';
 import { parseCertificates } from './settings-input.ts';
 
 export type IdpMetadata = { issuer: string; entryPoint: string; certificates: string[] };
@@ -28,7 +28,7 @@ const unreachable = (message: string) => new DomainError('invalid', 'SAML_METADA
 
 export async function fetchIdpMetadata(url: string, options: MetadataFetchOptions): Promise<IdpMetadata> {
   try {
-    await assertSafeWebhookUrl(url, options);
+    await assertSafeTargetUrl(url, options);
   } catch (error) {
     if (error instanceof UnsafeTargetError) throw unreachable(error.message);
     throw error;

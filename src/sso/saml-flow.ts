@@ -7,7 +7,7 @@
 // any parser runs, and the parsing and signature checks run in the verifier's worker threads.
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../app-context.ts';
+import type { AppContext, StartContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit, type TokenBuckets } from '../http/token-buckets.ts';
@@ -33,27 +33,24 @@ const SAML_ACTOR = { type: 'system', id: 'saml' } as const;
  */
 export const DEFAULT_SAML_CALLBACK_LIMIT: TokenBucketLimit = { perSecond: 5, burst: 50 };
 
-/** The per-process parts of SAML sign-in (AppContext.saml), installed by the sso capability. */
+/** The per-process parts of SAML sign-in, created by the sso capability's start and handed to its routes. */
 export type SamlRuntime = { verifier: SamlVerifier; refusals: SamlRefusalCounter; callbacksByAddress: TokenBuckets };
 
-export function installSamlRuntime(ctx: AppContext, options: { callbackLimit: TokenBucketLimit; verifier?: Omit<SamlVerifierOptions, 'threads'> }): void {
+export function createSamlRuntime(ctx: StartContext, options: { callbackLimit: TokenBucketLimit; verifier?: Omit<SamlVerifierOptions, 'threads'> }): SamlRuntime {
   const verifier = createSamlVerifier({ threads: ctx.config.SAML_VERIFY_THREADS, ...options.verifier });
   const refusals = createSamlRefusalCounter({ pool: ctx.db.slonik, logger: ctx.logger });
-  ctx.saml = { verifier, refusals, callbacksByAddress: createTokenBuckets(options.callbackLimit) };
-  ctx.shutdownHooks.push(async () => {
-    await refusals.stop();
-    await verifier.close();
-  });
+  return { verifier, refusals, callbacksByAddress: createTokenBuckets(options.callbackLimit) };
 }
 
-function samlRuntime(ctx: AppContext): SamlRuntime {
-  if (!ctx.saml) throw new Error('SAML sign-in needs the sso capability');
-  return ctx.saml;
+/** Writes the refusals counted so far, then ends the verifier's threads. */
+export async function stopSamlRuntime(saml: SamlRuntime): Promise<void> {
+  await saml.refusals.stop();
+  await saml.verifier.close();
 }
 
 /** Before the callback's body is read: a token of the client address, else 429 with retry-after. */
-export function admitSamlCallback(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): void {
-  assertAllowed(samlRuntime(ctx).callbacksByAddress.take(clientAddressKey(request.ip)), reply, 'Too many refused SAML responses from this address');
+export function admitSamlCallback(saml: SamlRuntime, request: FastifyRequest, reply: FastifyReply): void {
+  assertAllowed(saml.callbacksByAddress.take(clientAddressKey(request.ip)), reply, 'Too many refused SAML responses from this address');
 }
 
 /** The SP's own URLs for an employer: what its IdP administrator enters, and what responses must name. */
@@ -95,7 +92,7 @@ async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<S
 }
 
 /** The IdP redirect URL for a new login; `returnTo` must pass the allowlist (400 otherwise). */
-export async function startSamlLogin(ctx: AppContext, employerId: string, returnTo: string | undefined): Promise<string> {
+export async function startSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, returnTo: string | undefined): Promise<string> {
   const settings = await enabledSpSettings(ctx, employerId);
   const target = returnTo === undefined ? null : normaliseReturnTo(returnTo, ctx.config);
   if (returnTo !== undefined && target === null) {
@@ -103,7 +100,7 @@ export async function startSamlLogin(ctx: AppContext, employerId: string, return
   }
   // returnTo is kept with the request id rather than in RelayState (unsigned, 80 bytes at most).
   const { redirectUrl } = await createAuthnRequestRedirect(settings, postgresSamlRequestStore(ctx.db.slonik, target), '');
-  samlRuntime(ctx).verifier.warm();
+  saml.verifier.warm();
   return redirectUrl;
 }
 
@@ -140,9 +137,9 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
  * Validates an IdP's POSTed response and returns where to send the browser (a sign-in token link).
  * An unknown employer (404) or one whose SAML is off (400) is refused before anything is counted.
  */
-export async function finishSamlLogin(ctx: AppContext, employerId: string, samlResponse: string, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, samlResponse: string, request: FastifyRequest, reply: FastifyReply): Promise<string> {
   const settings = await enabledSpSettings(ctx, employerId);
-  const { verifier, refusals, callbacksByAddress } = samlRuntime(ctx);
+  const { verifier, refusals, callbacksByAddress } = saml;
   const refuse: Refuse = (reason, error) => {
     refusals.count(employerId, reason, request.ip);
     throw error;

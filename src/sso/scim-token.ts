@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { SCIM_TOKENS_CHANGED_CHANNEL } from '../../projections/sso/projection.ts';
 import { currentScimTokenHashes, findScimTokenOwner } from '../../projections/sso/queries.ts';
-import type { AppContext } from '../app-context.ts';
+import type { StartContext } from '../app-context.ts';
+import type { ScimTokens } from '../auth/ports.ts';
 import { createNotifiedCache, type NotifiedCache } from '../db/notified-cache.ts';
 import { randomToken, sha256Hex } from '../crypto/tokens.ts';
 
@@ -29,9 +30,9 @@ export type ScimTokenCache = NotifiedCache<TokenOwner | null> & {
  * so a rotated or disabled token fails as soon as the change is in the read model. The process also
  * holds the hashes of all current tokens (one per employer with SCIM), read at start-up and again on
  * each such change, so the rate limit tells a real token from a guess before any lookup. Created once
- * at start-up by the sso capability (ctx.scimTokens).
+ * per process by the sso capability's start, behind core's SCIM-token port (scimTokenLookup).
  */
-export async function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCache> {
+export async function createScimTokenCache(ctx: StartContext): Promise<ScimTokenCache> {
   let current = new Set(await currentScimTokenHashes(ctx.db.slonik));
   // Reloads asked for while one runs are served by one more run, which reads after them.
   let asked = 0;
@@ -74,19 +75,10 @@ export async function createScimTokenCache(ctx: AppContext): Promise<ScimTokenCa
   };
 }
 
-/** Whether `rawToken` is a current SCIM token, as far as this process knows without a database read. */
-export async function isCurrentScimToken(ctx: AppContext, rawToken: string): Promise<boolean> {
-  if (!SCIM_TOKEN_SHAPE.test(rawToken)) return false;
-  if (!ctx.scimTokens) throw new Error('SCIM token lookup needs the sso capability');
-  return ctx.scimTokens.exists(sha256Hex(rawToken));
-}
-
-/**
- * The employer whose current SCIM token `rawToken` is, or null (malformed, unknown, rotated away, or
- * SCIM disabled). For the SCIM routes' authentication; the rate limit comes before this call.
- */
-export async function findEmployerByScimToken(ctx: AppContext, rawToken: string): Promise<TokenOwner | null> {
-  if (!SCIM_TOKEN_SHAPE.test(rawToken)) return null;
-  if (!ctx.scimTokens) throw new Error('SCIM token lookup needs the sso capability');
-  return ctx.scimTokens.get(sha256Hex(rawToken));
+/** Core's SCIM-token port over the cache: a malformed token is refused before any lookup. */
+export function scimTokenLookup(cache: ScimTokenCache): ScimTokens {
+  return {
+    isCurrent: async (rawToken) => SCIM_TOKEN_SHAPE.test(rawToken) && cache.exists(sha256Hex(rawToken)),
+    ownerOf: async (rawToken) => (SCIM_TOKEN_SHAPE.test(rawToken) ? cache.get(sha256Hex(rawToken)) : null),
+  };
 }

@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditEntry, AuditMappers } from '../capability.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
 
 const provisionActions = { scim: 'scim.user.provision', saml: 'auth.saml.provision', cli: 'user.create' } as const;

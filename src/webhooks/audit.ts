@@ -1,6 +1,6 @@
 // Audit records of subscription changes. Delivery outcomes are in the delivery log instead, except
 // the ones that change the subscription (auto-disable shows as webhook.deactivate, reason failure_threshold).
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 const target = (data: Record<string, unknown>) => ({ targetType: 'webhook', targetId: String(data.webhookId) });
 

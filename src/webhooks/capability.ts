@@ -4,8 +4,10 @@ import { webhooksProjection } from '../../projections/webhooks/projection.ts';
 import type { Capability } from '../capability.ts';
 import { webhookAuditMappers } from './audit.ts';
 import { webhookEventMappings, type WebhookEventMappings } from './event-types.ts';
-import { webhookRoutes } from './routes.ts';
-import { createWebhookRuntime, webhookRuntimeOf } from './runtime.ts';
+import { webhookDeliveryRoutes } from './routes/deliveries.ts';
+import { webhookSigningSecretRoutes } from './routes/signing-secret.ts';
+import { webhookSubscriptionRoutes } from './routes/subscriptions.ts';
+import { createWebhookRuntime, type WebhookRuntime } from './runtime.ts';
 import { FAN_OUT_TASK, webhookTasks } from './tasks.ts';
 import { webhookEvents } from './events.ts';
 import { registerWebhookPayloads } from './payloads.ts';
@@ -20,21 +22,20 @@ export type WebhooksCapabilityOptions = {
   eventMappings?: WebhookEventMappings;
 };
 
-export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}): Capability {
+export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}): Capability<WebhookRuntime> {
   const mappings = options.eventMappings ?? webhookEventMappings;
   return {
     name: 'webhooks',
     events: webhookEvents,
-    routes: [webhookRoutes()],
+    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes, webhookDeliveryRoutes],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
     consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
-    tasks: (ctx) => webhookTasks(ctx, webhookRuntimeOf(ctx), mappings),
-    setup: async (ctx) => {
+    tasks: (ctx, lease, runtime) => webhookTasks(ctx, runtime, lease, mappings),
+    start: async (ctx) => {
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
-      ctx.webhookRuntime = runtime;
       registerWebhookPayloads(ctx.openapi);
-      ctx.shutdownHooks.push(runtime.stop);
+      return { services: runtime, stop: runtime.stop };
     },
   };
 }

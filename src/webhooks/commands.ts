@@ -9,7 +9,7 @@ import { notFound } from '../http/errors.ts';
 import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
 import { findDeliveryStatus } from './delivery-log.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
-import { assertSafeWebhookUrl, UnsafeTargetError } from './safe-target.ts';
+import { assertSafeTargetUrl, UnsafeTargetError } from '../net/safe-target.ts';
 import { generateSigningSecret } from './signing.ts';
 import type { WebhookSettings, WebhookStatus } from './events.ts';
 import { REQUESTED_DELIVERY, withRequestedDelivery } from './requested-deliveries.ts';
@@ -36,7 +36,7 @@ async function runWebhookCommand(ctx: AppContext, context: CommandContext, webho
  */
 async function checkedUrl(ctx: AppContext, url: string): Promise<string> {
   try {
-    await assertSafeWebhookUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS, logger: ctx.logger });
+    await assertSafeTargetUrl(url, { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, dnsTimeoutMs: ctx.config.WEBHOOK_DNS_TIMEOUT_MS, logger: ctx.logger });
     return url;
   } catch (error) {
     if (error instanceof UnsafeTargetError) throw new DomainError('invalid', 'INVALID_WEBHOOK_URL', error.message);

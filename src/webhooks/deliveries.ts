@@ -5,6 +5,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { handOverOldestTickets } from '../worker/admission.ts';
+import { leaseAbandoned, unlockJobsOfDeadWorkers } from '../worker/lease.ts';
 import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './events.ts';
 import type { WebhookAttemptResult } from './send.ts';
@@ -104,7 +105,7 @@ export async function releaseAttempt(pool: CommonQueryMethods, input: { delivery
  * Claims a live process has held far longer than any attempt takes (its release failed, say with
  * the database unreachable for a moment) are released, and their attempt's job added again: the
  * job itself has ended, so nothing else would try the delivery again. Dead processes' claims are
- * recoverInterruptedAttempts' (worker-lease.ts). Returns how many were requeued.
+ * recoverInterruptedAttempts'. Returns how many were requeued.
  */
 export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderThanMs: number): Promise<number> {
   return pool.oneFirst(sql.type(z.object({ requeued: z.coerce.number() }))`
@@ -116,6 +117,27 @@ export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderTh
       SELECT ${addDeliveryJob(sql.fragment`abandoned.delivery_id`, sql.fragment`abandoned.attempts + 1`, sql.fragment`now()`, employerJobFlagArgument(sql.fragment`abandoned.employer_id`))} FROM abandoned
     )
     SELECT count(*)::int AS requeued FROM jobs`);
+}
+
+/**
+ * Attempts whose worker process died (their lease is held by no one, src/worker/lease.ts) are released
+ * and their jobs unlocked, so the same job runs again: same delivery, same x-webhook-id. Returns how many.
+ */
+export async function recoverInterruptedAttempts(pool: DatabasePool): Promise<number> {
+  return pool.transaction(async (tx) => {
+    const workers = await tx.anyFirst(sql.type(z.object({ attempt_worker: z.string().nullable() }))`
+      WITH orphaned AS (
+        SELECT d.delivery_id, d.attempt_worker FROM webhook_deliveries d
+        WHERE d.attempt_lease IS NOT NULL AND ${leaseAbandoned(sql.fragment`d.attempt_lease`)}
+        FOR UPDATE OF d SKIP LOCKED
+      )
+      UPDATE webhook_deliveries d SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
+      FROM orphaned o WHERE d.delivery_id = o.delivery_id
+      RETURNING o.attempt_worker`);
+    if (workers.length === 0) return 0;
+    await unlockJobsOfDeadWorkers(tx, workers);
+    return workers.length;
+  });
 }
 
 /** A pending delivery whose subscription is inactive or deleted will not be attempted again. */

@@ -21,7 +21,7 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /**
  * What reading each event's data takes through the API. A subscription is a standing read of its
- * events, so an API key may send them to a URL only when it holds these scopes (webhooks/routes.ts);
+ * events, so an API key may send them to a URL only when it holds these scopes (webhooks/routes/subscriptions.ts);
  * `session`: no scope reads it (billing: an administrator's session), so no key may subscribe to it.
  */
 export const WEBHOOK_EVENT_READ_ACCESS: Record<WebhookEventType, Scope | 'session' | null> = {

@@ -1,8 +1,9 @@
 // The webhooks capability's graphile-worker tasks:
 // - fan-out: one committed domain event (from the job dispatcher) -> one delivery per subscription;
 // - deliver: one attempt of one delivery, then its log entry and, on failure, the next attempt's job;
-// - recover: re-runs attempts whose worker process died (src/webhooks/worker-lease.ts).
+// - recover: re-runs attempts whose worker process died (src/worker/lease.ts).
 import type { Task, TaskList } from 'graphile-worker';
+import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { attemptDelivery, notSent } from './attempt.ts';
@@ -14,6 +15,7 @@ import {
   deliverJobPayload,
   enqueueEventDeliveries,
   finishAttempt,
+  recoverInterruptedAttempts,
   releaseAttempt,
   requeueAbandonedAttempts,
   type ClaimedAttempt,
@@ -21,9 +23,11 @@ import {
 import type { WebhookEventMappings } from './event-types.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import type { WebhookRuntime } from './runtime.ts';
-import { RECOVER_TASK, RECOVERY_INTERVAL_MS, recoverInterruptedAttempts } from './worker-lease.ts';
+import type { ProcessLease, WorkerLease } from '../worker/lease.ts';
 
 export const FAN_OUT_TASK = 'webhook_fan_out';
+const RECOVER_TASK = 'webhook_recover_attempts';
+const RECOVERY_INTERVAL_MS = 60_000;
 
 /** A claim held this long is abandoned: an attempt takes at most WEBHOOK_ATTEMPT_TIMEOUT_MS (10 s) plus its recording. */
 const ABANDONED_CLAIM_MS = 10 * 60_000;
@@ -31,7 +35,16 @@ const ABANDONED_CLAIM_MS = 10 * 60_000;
 /** The part of the dispatcher's EventJobPayload (src/worker/dispatcher.ts) fan-out reads. */
 const eventJobPayload = z.object({ eventId: z.uuid(), type: z.string(), streamName: z.string() });
 
-export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings: WebhookEventMappings): TaskList {
+export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, processLease: ProcessLease, mappings: WebhookEventMappings): TaskList {
+  // Once the process holds its lease: recover attempts of processes that died before this one started, then every minute.
+  let leaseWithRecovery: Promise<WorkerLease> | null = null;
+  const workerLease = () =>
+    (leaseWithRecovery ??= (async () => {
+      const lease = await processLease.held();
+      await ctx.db.slonik.query(sql.unsafe`SELECT graphile_worker.add_job(${RECOVER_TASK}, '{}'::json, job_key => ${RECOVER_TASK})`);
+      return lease;
+    })());
+
   const fanOut: Task = async (payload) => {
     const job = eventJobPayload.parse(payload);
     const mapping = mappings[job.type];
@@ -55,7 +68,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
   const deliver: Task = (payload, helpers) =>
     runtime.track(async () => {
       const { deliveryId, attempt } = deliverJobPayload.parse(payload);
-      const lease = (await runtime.workerLease()).key();
+      const lease = (await workerLease()).key();
       const claimed = await claimAttempt(ctx.db.slonik, { deliveryId, attempt, lease, worker: helpers.job.locked_by });
       if (!claimed) return cancelIfSubscriptionStopped(ctx.db.slonik, deliveryId);
       try {
@@ -110,7 +123,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
   };
 
   const recover: Task = async (_payload, helpers) => {
-    await runtime.workerLease();
+    await workerLease();
     const recovered = await recoverInterruptedAttempts(ctx.db.slonik);
     if (recovered > 0) ctx.logger.warn({ recovered }, 'webhook attempts of a stopped worker process will run again');
     const requeued = await requeueAbandonedAttempts(ctx.db.slonik, ABANDONED_CLAIM_MS);
@@ -119,7 +132,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, mappings:
   };
 
   // Start the lease with the worker, not with its first job, so recovery runs at start-up.
-  void runtime.workerLease().catch((error) => ctx.logger.error({ err: error }, 'webhook worker lease not acquired'));
+  void workerLease().catch((error) => ctx.logger.error({ err: error }, 'webhook worker lease not acquired'));
 
   return { [FAN_OUT_TASK]: fanOut, [DELIVER_TASK]: deliver, [RECOVER_TASK]: recover };
 }

@@ -1,6 +1,6 @@
 // Audit records of the platform workflows, in the employer's audit trail (platform tokens belong to
 // no employer: their creation and revocation are in the event log, under system streams).
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 export const workflowAuditMappers: AuditMappers = {
   AuthorizationRequested: (event) => ({ action: 'authorization.request', targetType: 'authorization', targetId: String(event.data.authorizationId), details: { patientId: event.data.patientId } }),

@@ -1,6 +1,5 @@
 // Platform workflows: platform service tokens and the internal platform API, authorization requests,
 // tapering proposals, invoices and simulations (their routes, read model, audit and worker job).
-import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
 import { workflowsProjection } from '../../projections/workflows/projection.ts';
 import { findPlatformToken } from '../../projections/workflows/queries.ts';
 import type { Capability } from '../capability.ts';
@@ -21,8 +20,6 @@ export const workflowsCapability: Capability = {
   auditMappers: workflowAuditMappers,
   consumers: [{ name: 'workflows-simulate', eventTypes: ['SimulationRequested'], task: SIMULATE_TASK }],
   tasks: workflowTasks,
-  setup: async (ctx) => {
-    ctx.platformTokenLookup = (tokenHash) => findPlatformToken(ctx.db.slonik, tokenHash);
-    ctx.patientDirectory = readModelPatientDirectory(ctx.db.slonik);
-  },
+  // Platform tokens are this capability's; core's authentication asks it through its port.
+  start: async (ctx) => ({ auth: { platformTokens: (tokenHash) => findPlatformToken(ctx.db.slonik, tokenHash) } }),
 };

@@ -8,7 +8,7 @@ import { randomToken, sha256Hex } from '../crypto/tokens.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-import type { PatientDirectory } from '../../projections/patients/queries.ts';
+import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
 import { employerExists } from '../../projections/tenants/queries.ts';
 import { authorizationDecider } from './authorization.ts';
 import type { PlatformFamily, SimulationInput, TaperingStep } from './events.ts';
@@ -29,8 +29,7 @@ export const simulationStream = (employerId: string, id: string) => tenantStream
 export const PLATFORM_TOKEN_PREFIX = 'ptk_';
 
 function patientDirectoryOf(ctx: AppContext): PatientDirectory {
-  if (!ctx.patientDirectory) throw new Error('The platform workflows need a patient directory (workflows capability setup)');
-  return ctx.patientDirectory;
+  return readModelPatientDirectory(ctx.db.slonik);
 }
 
 async function assertEmployerAndPatient(ctx: AppContext, employerId: string, patientId: string) {

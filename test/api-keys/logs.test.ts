@@ -33,7 +33,7 @@ describe('raw API keys never reach the logs', () => {
     await fetch(keyUrl, { method: 'DELETE', headers: service.sessionHeaders(tenant.cookie) });
     expect((await probe(keyHeaders(rawKey))).status).toBe(401);
     await fetch(`${service.url}/api/employer/api-keys`, { method: 'POST', headers: keyHeaders(rawKey) });
-    await service.ctx.apiKeyPipeline!.flush();
+    await service.ctx.auth.apiKeys.flush();
     await service.stop();
 
     const log = lines.join('');

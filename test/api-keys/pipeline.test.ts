@@ -116,7 +116,7 @@ describe('API-key request pipeline', () => {
       expect(response.status).toBe(403);
       expect(await response.json()).toMatchObject({ code: 'API_KEY_IP_NOT_ALLOWED' });
     }
-    await service.ctx.apiKeyPipeline!.flush();
+    await service.ctx.auth.apiKeys.flush();
     const rows = await service.ctx.db.slonik.any(sql.type(z.object({ employer_id: z.string(), ip: z.string(), rejections: z.number() }))`
       SELECT employer_id, ip, rejections FROM api_key_ip_rejections WHERE key_id = ${id}`);
     expect(rows).toEqual([{ employer_id: tenant.employerId, ip: '127.0.0.1', rejections: 3 }]);
@@ -176,7 +176,7 @@ describe('API-key request pipeline', () => {
     const { rawKey, id } = await newKey();
     for (let call = 0; call < 4; call++) expect((await probe(keyHeaders(rawKey))).status).toBe(200);
     await probe(keyHeaders(rawKey, { 'x-api-version': 'v9' })); // refused: not counted
-    await service.ctx.apiKeyPipeline!.flush();
+    await service.ctx.auth.apiKeys.flush();
     expect(await metadata(id)).toMatchObject({ requestCount: 4, lastUsedIp: '127.0.0.1', lastUsedAt: new Date(clock.now()).toISOString() });
   });
 
@@ -205,7 +205,7 @@ describe('API-key request pipeline', () => {
       expect(wrongFamily.status).toBe(403);
       expect(await wrongFamily.json()).toMatchObject({ code: 'API_KEY_IP_NOT_ALLOWED' });
       expect((await probe(keyHeaders(ipv4Range.rawKey), ipv6Url)).status).toBe(403);
-      await dualStack.ctx.apiKeyPipeline!.flush();
+      await dualStack.ctx.auth.apiKeys.flush();
       expect(await metadata(ipv4Range.id)).toMatchObject({ lastUsedIp: '127.0.0.1' });
       expect(await metadata(ipv6Only.id)).toMatchObject({ lastUsedIp: '::1' });
     });

@@ -3,6 +3,7 @@
 // another everywhere.
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
 import { MAX_COHORT_ROWS } from '../../src/patients/cohort-row.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
@@ -181,7 +182,7 @@ describe('cohort.uploaded', () => {
 describe('cohort members (the platform workflows\' patient directory)', () => {
   it('a patient changed by a later upload belongs to both cohorts; an erased patient to none and exists no more', async () => {
     const { employerId, api } = await admin();
-    const directory = service.ctx.patientDirectory!;
+    const directory = readModelPatientDirectory(service.ctx.db.slonik);
     const patients = rows(3);
     const first = await api.post('/api/employer/upload-cohort', { patients });
     const second = await api.post('/api/employer/upload-cohort', { patients: [{ ...patients[0]!, lastName: 'Changed' }, patients[1]!] });

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capabilities } from '../../src/capabilities.ts';
 import { SAML_CALLBACK_BODY_LIMIT_BYTES } from '../../src/http/limits.ts';
-import { createSsoCapability } from '../../src/sso/capability.ts';
+import { createSsoCapability, ssoCapability } from '../../src/sso/capability.ts';
 import { samlVerifierGate } from '../support/held-saml-verify-worker.ts';
 import { createTestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -96,7 +96,7 @@ describe('SAML callbacks within a CPU budget', () => {
     const started = gate.started();
     const inFlight = Array.from({ length: BURST }, () => track(postFrom('198.51.100.4', junkResponse(10))));
     // One being verified (and held), five waiting their turn: none parsed to the end.
-    await waitUntil('the six junk responses in the verifier', () => service.ctx.saml!.verifier.pending() === BURST);
+    await waitUntil('the six junk responses in the verifier', () => service.servicesOf(ssoCapability).verifier.pending() === BURST);
 
     const seventh = await postFrom('198.51.100.4', junkResponse(10));
     expect(seventh.status).toBe(429);

@@ -3,7 +3,7 @@ import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/event-store/decider.ts';
 import { fetchIdpMetadata, parseIdpMetadata } from '../../src/sso/idp-metadata.ts';
-import { TARGET_NOT_ALLOWED } from '../../src/webhooks/safe-target.ts';
+import { TARGET_NOT_ALLOWED } from '../../src/net/safe-target.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 
 const ISSUER = 'https://sts.example.test/tenant-1/';

@@ -7,7 +7,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capabilities } from '../../src/capabilities.ts';
-import { createSsoCapability } from '../../src/sso/capability.ts';
+import { createSsoCapability, ssoCapability } from '../../src/sso/capability.ts';
 import { createTestIdp, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableSaml, recordSamlRefusals } from './sso-test-kit.ts';
@@ -100,7 +100,7 @@ describe('refused SAML callbacks are counted, not appended one event each', () =
       await enableSaml(service, tenant, idp);
       for (let i = 0; i < 5; i++) expect((await post(service, tenant.employerId, junk)).status).toBe(401);
       for (let i = 0; i < 7; i++) expect((await post(second, tenant.employerId, junk)).status).toBe(401);
-      await second.ctx.saml!.refusals.flush();
+      await second.servicesOf(ssoCapability).refusals.flush();
 
       const { minutes } = await recordSamlRefusals(service);
       const mine = minutes.filter((minute) => minute.employerId === tenant.employerId);

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capabilities } from '../../src/capabilities.ts';
 import { sha256Hex } from '../../src/crypto/tokens.ts';
 import { createSsoCapability } from '../../src/sso/capability.ts';
-import { findEmployerByScimToken } from '../../src/sso/scim-token.ts';
 import { ssoConfigurationStream } from '../../src/sso/sso-configuration.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
@@ -183,12 +182,12 @@ describe('SCIM bearer token', () => {
     expect(token).toMatch(/^scim_[A-Za-z0-9_-]{43}$/);
     expect(enabled.headers.get('cache-control')).toBe('no-store');
     expect(enabled.body).toMatchObject({ scimEnabled: true, scimTokenExists: true, scimTokenRotatedAt: expect.any(String) });
-    expect(await findEmployerByScimToken(service.ctx, token)).toEqual({ employerId: tenant.employerId, tokenId: expect.any(String) });
+    expect(await service.ctx.auth.scimTokens.ownerOf(token)).toEqual({ employerId: tenant.employerId, tokenId: expect.any(String) });
 
     const again = await postSso(service, tenant, { scimEnabled: true, samlEmailAttribute: 'email' });
     expect(again.status).toBe(200);
     expect(again.body).not.toHaveProperty('scimBearerToken');
-    expect(await findEmployerByScimToken(service.ctx, token)).not.toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(token)).not.toBeNull();
 
     const read = await fetch(`${service.url}/api/employer/sso`, { headers: { cookie: tenant.cookie } });
     const text = await read.text();
@@ -205,8 +204,8 @@ describe('SCIM bearer token', () => {
     const second = String(rotated.body.scimBearerToken);
     expect(second).toMatch(/^scim_/);
     expect(second).not.toBe(first);
-    expect(await findEmployerByScimToken(service.ctx, first)).toBeNull();
-    expect(await findEmployerByScimToken(service.ctx, second)).toMatchObject({ employerId: tenant.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(first)).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(second)).toMatchObject({ employerId: tenant.employerId });
     expect(Date.parse(rotated.body.scimTokenRotatedAt as string)).toBeGreaterThanOrEqual(Date.parse(rotatedAtBefore));
   });
 
@@ -215,7 +214,7 @@ describe('SCIM bearer token', () => {
     const first = String((await postSso(service, tenant, { scimEnabled: true })).body.scimBearerToken);
     const disabled = await postSso(service, tenant, { scimEnabled: false });
     expect(disabled.body).toMatchObject({ scimEnabled: false, scimTokenExists: false, scimTokenRotatedAt: null });
-    expect(await findEmployerByScimToken(service.ctx, first)).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(first)).toBeNull();
 
     const refused = await postSso(service, tenant, { rotateScimToken: true });
     expect(refused.status).toBe(400);
@@ -223,14 +222,14 @@ describe('SCIM bearer token', () => {
 
     const second = String((await postSso(service, tenant, { scimEnabled: true })).body.scimBearerToken);
     expect(second).not.toBe(first);
-    expect(await findEmployerByScimToken(service.ctx, second)).toMatchObject({ employerId: tenant.employerId });
-    expect(await findEmployerByScimToken(service.ctx, first)).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(second)).toMatchObject({ employerId: tenant.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(first)).toBeNull();
   });
 
   it('is unknown when malformed or made up', async () => {
-    expect(await findEmployerByScimToken(service.ctx, '')).toBeNull();
-    expect(await findEmployerByScimToken(service.ctx, 'Bearer scim_x')).toBeNull();
-    expect(await findEmployerByScimToken(service.ctx, `scim_${'A'.repeat(43)}`)).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf('')).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf('Bearer scim_x')).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(`scim_${'A'.repeat(43)}`)).toBeNull();
   });
 
   it('is recorded as its hash only, in the event and the read model; the audit record carries no secret', async () => {
@@ -268,12 +267,12 @@ describe('tenant isolation', () => {
     const tokenB = String((await postSso(service, b, { scimEnabled: true })).body.scimBearerToken);
 
     expect((await getSso(service, b)).body).toMatchObject({ samlEnabled: false, samlIssuer: null, acsUrl: `${service.url}/api/auth/saml/callback/${b.employerId}` });
-    expect(await findEmployerByScimToken(service.ctx, tokenA)).toMatchObject({ employerId: a.employerId });
-    expect(await findEmployerByScimToken(service.ctx, tokenB)).toMatchObject({ employerId: b.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(tokenA)).toMatchObject({ employerId: a.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(tokenB)).toMatchObject({ employerId: b.employerId });
 
     await postSso(service, b, { rotateScimToken: true });
-    expect(await findEmployerByScimToken(service.ctx, tokenA)).toMatchObject({ employerId: a.employerId });
-    expect(await findEmployerByScimToken(service.ctx, tokenB)).toBeNull();
+    expect(await service.ctx.auth.scimTokens.ownerOf(tokenA)).toMatchObject({ employerId: a.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(tokenB)).toBeNull();
   });
 });
 

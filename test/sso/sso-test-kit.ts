@@ -2,6 +2,7 @@
 // a SAML login (start, read the AuthnRequest id from the redirect, post the IdP's response).
 import { inflateRawSync } from 'node:zlib';
 import { DOMParser } from '@xmldom/xmldom';
+import { ssoCapability } from '../../src/sso/capability.ts';
 import { summariseSamlRefusals } from '../../src/sso/saml-refusals.ts';
 import type { TestIdp } from '../support/saml-idp.ts';
 import type { TestService } from '../support/service.ts';
@@ -75,7 +76,7 @@ export { followSignInLink as followSignIn } from '../support/sign-in.ts';
  * Records the refused callbacks counted so far as the worker's job would once their minute is over:
  * this process's counts written, then every minute up to now summarised (the job's `now` a minute on).
  */
-export async function recordSamlRefusals(service: Pick<TestService, 'ctx'>) {
-  await service.ctx.saml!.refusals.flush();
+export async function recordSamlRefusals(service: Pick<TestService, 'ctx' | 'servicesOf'>) {
+  await service.servicesOf(ssoCapability).refusals.flush();
   return summariseSamlRefusals(service.ctx, new Date(Date.now() + 2 * 60_000));
 }

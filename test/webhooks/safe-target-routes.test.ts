@@ -3,7 +3,7 @@
 // resolved to. The address classes themselves are covered in safe-target.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.ts';
-import { TARGET_NOT_ALLOWED } from '../../src/webhooks/safe-target.ts';
+import { TARGET_NOT_ALLOWED } from '../../src/net/safe-target.ts';
 import { apiClient, type ApiClient } from './helpers.ts';
 
 let service: TestService;

@@ -2,7 +2,7 @@ import { verify } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import type { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createSafeDispatcher } from '../../src/webhooks/safe-target.ts';
+import { createSafeDispatcher } from '../../src/net/safe-target.ts';
 import { parseRetryAfter, RESPONSE_BODY_LIMIT_CHARS, sendWebhookAttempt } from '../../src/webhooks/send.ts';
 import { buildWebhookRequest, generateSigningSecret } from '../../src/webhooks/signing.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';

@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import { indexStructureDefinitionBundle, validateResource } from '@medplum/core';
 import type { Bundle, OperationOutcomeIssue, Resource } from '@medplum/fhirtypes';
-import { prototypeNameIn } from '../../prototypes.ts';
+import { prototypeNameIn } from '../../http/prototypes.ts';
 import { FHIR_RESOURCE_TYPES } from '../events.ts';
 import { fhirError } from './outcome.ts';
 
@@ -49,7 +49,7 @@ export function validationIssues(resource: unknown): OperationOutcomeIssue[] {
   }
 }
 
-/** Elements whose name names a prototype member (src/prototypes.ts), reported as the validator reports an unknown element (expression `Patient.name[0].toString`). */
+/** Elements whose name names a prototype member (src/http/prototypes.ts), reported as the validator reports an unknown element (expression `Patient.name[0].toString`). */
 function prototypeNamedElements(value: unknown, expression: string): OperationOutcomeIssue[] {
   if (Array.isArray(value)) return value.flatMap((entry, index) => prototypeNamedElements(entry, `${expression}[${index}]`));
   if (value === null || typeof value !== 'object') return [];

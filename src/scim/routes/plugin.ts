@@ -6,7 +6,6 @@ import type { AppContext } from '../../app-context.ts';
 import { DomainError } from '../../event-store/decider.ts';
 import { assertAllowed } from '../../http/token-buckets.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
-import { findEmployerByScimToken, isCurrentScimToken } from '../../sso/scim-token.ts';
 import type { ScimCaller } from '../commands.ts';
 import type { ScimRateLimiter } from '../rate-limit.ts';
 import { createScimWriter } from '../read-your-writes.ts';
@@ -45,9 +44,9 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
 /** Rate limit first (no database work for a flood; src/scim/rate-limit.ts), then the bearer token of one employer. */
 async function authenticateScim(ctx: AppContext, limiter: ScimRateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<ScimCaller> {
   const token = bearerTokenOf(request);
-  const current = token !== null && (await isCurrentScimToken(ctx, token));
+  const current = token !== null && (await ctx.auth.scimTokens.isCurrent(token));
   assertAllowed(limiter.admit(request.ip, token, current), reply, 'Too many SCIM requests');
-  const caller = token === null ? null : await findEmployerByScimToken(ctx, token);
+  const caller = token === null ? null : await ctx.auth.scimTokens.ownerOf(token);
   if (!caller) {
     reply.header('www-authenticate', 'Bearer realm="scim"');
     throw new DomainError(

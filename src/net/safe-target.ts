@@ -1,7 +1,7 @@
-// Webhook targets must be public HTTPS endpoints (SPEC 2.2 "publicly reachable"): a tenant must not
-// be able to make the service call its own loopback, the cloud metadata endpoint or the private
-// network. Two places enforce it:
-// - assertSafeWebhookUrl, when a subscription is created or its url changes (a clear 400 early);
+// URLs a tenant gives the service to call (webhook targets, SAML IdP metadata) must be public HTTPS
+// endpoints (SPEC 2.2 "publicly reachable"): a tenant must not be able to make the service call its
+// own loopback, the cloud metadata endpoint or the private network. Two places enforce it:
+// - assertSafeTargetUrl, when such a URL is given (a clear 400 early);
 // - createSafeDispatcher, on every connection: it resolves the host itself, checks every address
 //   and connects to the checked one, so a DNS answer that changes after the check (rebinding)
 //   never reaches a private address.
@@ -117,11 +117,11 @@ function bareHost(hostname: string): string {
 }
 
 /**
- * Validates a subscription URL: parseable, https, no embedded credentials (the URL is shown in
+ * Validates a URL the service is to call: parseable, https, no embedded credentials (the URL is shown in
  * listings and logs), and unless allowPrivateNetworks, every address the host resolves to is public.
  * Returns the parsed URL. Throws UnsafeTargetError with a message fit for a 400 response.
  */
-export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptions): Promise<URL> {
+export async function assertSafeTargetUrl(url: string, options: SafeTargetOptions): Promise<URL> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -155,7 +155,7 @@ export async function assertSafeWebhookUrl(url: string, options: SafeTargetOptio
  * A drop-in for dns.lookup used by the TLS socket: resolves all addresses within the DNS timeout and,
  * unless private networks are allowed, refuses the connection if any is not public (or none came, or
  * not in time), handing the socket only checked addresses. Refusing on any bad address (not just
- * skipping it) keeps the rule, and the answer, the same as assertSafeWebhookUrl's.
+ * skipping it) keeps the rule, and the answer, the same as assertSafeTargetUrl's.
  */
 function checkedLookup(options: SafeTargetOptions): LookupFunction {
   return (hostname, lookupOptions, callback) => {

@@ -2,7 +2,7 @@
 // 127.0.0.1; the dispatcher tests use loopback targets that a test receiver actually listens on.
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertSafeWebhookUrl, createSafeDispatcher, refusedAddressClass, TARGET_NOT_ALLOWED, UnsafeTargetError, type HostResolver } from '../../src/webhooks/safe-target.ts';
+import { assertSafeTargetUrl, createSafeDispatcher, refusedAddressClass, TARGET_NOT_ALLOWED, UnsafeTargetError, type HostResolver } from '../../src/net/safe-target.ts';
 import { sendWebhookAttempt } from '../../src/webhooks/send.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 
@@ -46,7 +46,7 @@ describe('refusedAddressClass', () => {
   });
 });
 
-describe('assertSafeWebhookUrl', () => {
+describe('assertSafeTargetUrl', () => {
   it.each([
     ['https://127.0.0.1/hook', 'loopback'],
     ['https://10.0.0.1/hook', '10.0.0.1 is a private address'],
@@ -59,7 +59,7 @@ describe('assertSafeWebhookUrl', () => {
     ['https://0x7f.1/hook', 'loopback'],
     ['https://localhost:8443/hook', 'localhost resolves to'],
   ])('refuses %s as not allowed (reason for the log: %s)', async (url, reason) => {
-    const refusal = await assertSafeWebhookUrl(url, checked).catch((error: unknown) => error);
+    const refusal = await assertSafeTargetUrl(url, checked).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(UnsafeTargetError);
     expect(refusal).toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining(reason) });
   });
@@ -73,7 +73,7 @@ describe('assertSafeWebhookUrl', () => {
     const options = { allowPrivateNetworks: false, resolveHost: resolver, logger: { debug: (entry: unknown) => void logged.push(entry) } };
     const urls = ['https://internal.example.test/hook', 'https://missing.example.test/hook', 'https://10.0.0.1/hook'];
     const refusals: Array<string | null> = [];
-    for (const url of urls) refusals.push(await assertSafeWebhookUrl(url, options).then(() => null, (error: Error) => error.message));
+    for (const url of urls) refusals.push(await assertSafeTargetUrl(url, options).then(() => null, (error: Error) => error.message));
     expect(refusals).toEqual([TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED, TARGET_NOT_ALLOWED]);
     expect(TARGET_NOT_ALLOWED).toContain('not allowed');
     expect(TARGET_NOT_ALLOWED).not.toMatch(/10\.0\.0\.1|private|could not/);
@@ -95,28 +95,28 @@ describe('assertSafeWebhookUrl', () => {
   });
 
   it('accepts a public https address', async () => {
-    const url = await assertSafeWebhookUrl('https://93.184.215.14:8443/hooks?team=a', checked);
+    const url = await assertSafeTargetUrl('https://93.184.215.14:8443/hooks?team=a', checked);
     expect(url.href).toBe('https://93.184.215.14:8443/hooks?team=a');
   });
 
   it('requires https, with or without the address check', async () => {
     for (const options of [checked, unchecked]) {
-      await expect(assertSafeWebhookUrl('http://93.184.215.14/hook', options)).rejects.toThrow('must use https, not http');
-      await expect(assertSafeWebhookUrl('ftp://93.184.215.14/hook', options)).rejects.toThrow('must use https');
+      await expect(assertSafeTargetUrl('http://93.184.215.14/hook', options)).rejects.toThrow('must use https, not http');
+      await expect(assertSafeTargetUrl('ftp://93.184.215.14/hook', options)).rejects.toThrow('must use https');
     }
   });
 
   it('refuses invalid urls, embedded credentials and unresolvable hosts without echoing the url', async () => {
-    await expect(assertSafeWebhookUrl('not a url', checked)).rejects.toThrow('not a valid absolute URL');
-    const withCredentials = assertSafeWebhookUrl('https://user:hunter2@93.184.215.14/hook', unchecked);
+    await expect(assertSafeTargetUrl('not a url', checked)).rejects.toThrow('not a valid absolute URL');
+    const withCredentials = assertSafeTargetUrl('https://user:hunter2@93.184.215.14/hook', unchecked);
     await expect(withCredentials).rejects.toThrow('must not contain credentials');
     await expect(withCredentials).rejects.not.toThrow('hunter2');
-    await expect(assertSafeWebhookUrl('https://no-such-host.invalid/hook', checked)).rejects.toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining('could not be resolved') });
+    await expect(assertSafeTargetUrl('https://no-such-host.invalid/hook', checked)).rejects.toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining('could not be resolved') });
   });
 
   it('lets allowPrivateNetworks accept private and loopback targets', async () => {
     for (const url of ['https://127.0.0.1:8443/hook', 'https://10.0.0.1/hook', 'https://[::1]/hook', 'https://localhost/hook']) {
-      await expect(assertSafeWebhookUrl(url, unchecked)).resolves.toBeInstanceOf(URL);
+      await expect(assertSafeTargetUrl(url, unchecked)).resolves.toBeInstanceOf(URL);
     }
   });
 });

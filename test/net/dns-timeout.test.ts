@@ -3,7 +3,7 @@
 // subscription URL whose host never resolves is refused. The
 // resolver is injected (one that never answers), so the test does not depend on any DNS server.
 import { describe, expect, it } from 'vitest';
-import { assertSafeWebhookUrl, createSafeDispatcher, DnsTimeoutError, TARGET_NOT_ALLOWED, type HostResolver } from '../../src/webhooks/safe-target.ts';
+import { assertSafeTargetUrl, createSafeDispatcher, DnsTimeoutError, TARGET_NOT_ALLOWED, type HostResolver } from '../../src/net/safe-target.ts';
 import { sendWebhookAttempt } from '../../src/webhooks/send.ts';
 
 const neverAnswers: HostResolver = () => new Promise(() => {});
@@ -24,13 +24,13 @@ describe('DNS timeout of webhook targets', () => {
   });
 
   it('refuses a subscription URL whose host does not resolve in time, as not allowed (the timeout is the reason logged)', async () => {
-    await expect(assertSafeWebhookUrl('https://hangs.example.test/hook', { allowPrivateNetworks: false, dnsTimeoutMs: 50, resolveHost: neverAnswers }))
+    await expect(assertSafeTargetUrl('https://hangs.example.test/hook', { allowPrivateNetworks: false, dnsTimeoutMs: 50, resolveHost: neverAnswers }))
       .rejects.toMatchObject({ message: TARGET_NOT_ALLOWED, reason: 'hangs.example.test did not resolve within 50 ms' });
   });
 
   it('resolves through the injected resolver when it answers in time', async () => {
     const answers: HostResolver = async () => [{ address: '10.0.0.7', family: 4 }];
-    await expect(assertSafeWebhookUrl('https://internal.example.test/hook', { allowPrivateNetworks: false, resolveHost: answers }))
+    await expect(assertSafeTargetUrl('https://internal.example.test/hook', { allowPrivateNetworks: false, resolveHost: answers }))
       .rejects.toMatchObject({ message: TARGET_NOT_ALLOWED, reason: expect.stringContaining('internal.example.test resolves to 10.0.0.7') });
     expect(new DnsTimeoutError('x').code).toBe('EDNSTIMEOUT');
   });
