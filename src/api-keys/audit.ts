@@ -1,5 +1,5 @@
 // Audit records of API key changes.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 const keyTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'api_key', targetId: String(event.data.keyId) });
 

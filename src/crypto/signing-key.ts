@@ -1,6 +1,6 @@
 // AUDIT_SIGNING_KEY (Ed25519, PKCS#8 PEM or its DER in base64), or for local use a key generated once
 // into DATA_DIR/audit-signing.key, like the encryption key. It signs the audit chain's checkpoints.
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { readOrCreateKeyFile } from './encryption-key.ts';
 import { keyIdOf } from './key-id.ts';

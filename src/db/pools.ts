@@ -151,6 +151,31 @@ function newPgPool(connectionUri: string, name: string, max: number, settings: {
   // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  return keepingConnectionsOnRefusals(pool);
+}
+
+/**
+ * pg-pool's `query` closes its connection after any failed statement, even one the server refused
+ * (a unique violation, a conflicting append, a statement timeout) on a connection that stays usable:
+ * that costs a reconnect and the connection's prepared statements, and its backend outlives it for a
+ * moment, so its replacement would take the process one over its budget. A refusal by the server
+ * (pg.DatabaseError) keeps the connection; anything else (a broken connection) still closes it.
+ */
+function keepingConnectionsOnRefusals(pool: pg.Pool): pg.Pool {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = (async (...args: unknown[]) => {
+    if (typeof args[args.length - 1] === 'function') return query(...args); // the callback form, untouched
+    const client = await pool.connect();
+    let failure: Error | undefined;
+    try {
+      return await (client.query as (...queryArgs: unknown[]) => Promise<unknown>)(...args);
+    } catch (error) {
+      if (!(error instanceof pg.DatabaseError)) failure = error as Error;
+      throw error;
+    } finally {
+      client.release(failure);
+    }
+  }) as typeof pool.query;
   return pool;
 }
 

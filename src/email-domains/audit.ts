@@ -1,6 +1,6 @@
 // Audit records of e-mail domain claims. The reservation events live in system streams, outside every
 // employer's audit trail.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 const domainTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'email_domain', targetId: String(event.data.domain) });
 

@@ -1,5 +1,5 @@
 // Audit records of sessions (sign-in tokens are not audited: the session they start is).
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 export const identityAuditMappers: AuditMappers = {
   SessionStarted: (event) => ({ action: 'auth.session.start', targetType: 'user', targetId: String(event.data.userId) }),

@@ -1,5 +1,5 @@
 // Audit records of the scheduled operational jobs, on the employer they concern.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 export const operationsAuditMappers: AuditMappers = {
   IntegrationAlertRaised: (event) => ({

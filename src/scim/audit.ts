@@ -1,6 +1,6 @@
 // Audit records of SCIM groups. Users are the tenants capability's aggregate; its audit mappers
 // record scim.user.* by the actor type.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 
 const groupTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'group', targetId: String(event.data.groupId) });
 

@@ -1,6 +1,6 @@
 // Audit records of the SSO configuration and of SAML logins. Field names only: certificates and URLs
 // stay in the event, token hashes never reach the audit log.
-import type { AuditMappers } from '../../projections/audit/audit-entry.ts';
+import type { AuditMappers } from '../capability.ts';
 import type { SsoSettings } from './events.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 

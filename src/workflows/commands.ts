@@ -8,7 +8,7 @@ import { randomToken, sha256Hex } from '../crypto/tokens.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
-import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
+import { readModelPatientDirectory, type PatientDirectory } from '../../projections/patients/queries.ts';
 import { employerExists } from '../../projections/tenants/queries.ts';
 import { authorizationDecider } from './authorization.ts';
 import type { PlatformFamily, SimulationInput, TaperingStep } from './events.ts';
