@@ -1,6 +1,7 @@
 // The whole service with a real HTTPS webhook receiver it trusts (the receiver's self-signed
 // certificate), as the webhook, cohort, workflow, export, outage and console tests run it.
 import type { Capability } from '../../src/capability.ts';
+import type { Role } from '../../src/main.ts';
 import type { WebhookEventMappings } from '../../src/webhooks/event-types.ts';
 import { capabilitiesTrusting, webhookEnv } from '../webhooks/helpers.ts';
 import { startHttpsReceiver, type HttpsReceiver, type Responder } from './https-receiver.ts';
@@ -23,6 +24,7 @@ export async function startServiceWithReceiver(options: {
   extraCapabilities?: Capability[];
   /** Reuse a database (or a Postgres of the test's own). */
   databaseUri?: string;
+  roles?: Role[];
 } = {}): Promise<ServiceWithReceiver> {
   const receiver = await startHttpsReceiver();
   if (options.respond) receiver.respondWith(options.respond);
@@ -32,6 +34,7 @@ export async function startServiceWithReceiver(options: {
       env: webhookEnv(options.env),
       capabilities: [...capabilitiesTrusting(receiver, options.eventMappings), ...(options.extraCapabilities ?? [])],
       ...(options.databaseUri ? { databaseUri: options.databaseUri } : {}),
+      ...(options.roles ? { roles: options.roles } : {}),
     });
   } catch (error) {
     await receiver.close();
