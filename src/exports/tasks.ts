@@ -104,7 +104,7 @@ async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: s
 /**
  * Exports running under a lease no process holds any more (its worker died): their jobs are unlocked
  * with graphile-worker's force_unlock_workers, so they run again now rather than after graphile-worker's
- * 4 hours, and resume from their last chunk (the same scheme as webhook attempts, src/webhooks/worker-lease.ts).
+ * 4 hours, and resume from their last chunk (the same scheme as webhook attempts, worker-lease.ts).
  */
 export async function recoverInterruptedExports(pool: DatabasePool): Promise<number> {
   return pool.transaction(async (tx) => {

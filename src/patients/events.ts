@@ -1,4 +1,4 @@
-// Events of patients and of their e-mail claims (both deciders in src/patients/patient.ts),
+// Events of patients (src/patients/patient.ts), their e-mail claims (src/patients/email-claim.ts),
 // their clinical FHIR resources (src/patients/clinical-resource.ts) and cohort uploads. Written as zod
 // schemas of each event's data, the types inferred; `patientEvents` is what the capability registers
 // with the event store's schema registry (all at version 1).
