@@ -6,7 +6,7 @@
 // naming the first bad event otherwise; exit 2 for bad usage.
 //
 // Standalone on purpose: node:crypto and node's standard library only, no import from the service,
-// so an auditor can read all of it. The algorithm (ARCHITECTURE.md, "Audit trail"):
+// so an auditor can read all of it. The algorithm:
 //   sealed(e)  = { eventId, streamName, streamRevision, type, recordedAt, metadata, data } of the event
 //   hash_n     = hex(SHA-256(bytes(hash_{n-1}) || UTF-8(canonical(sealed(e_n))))), hash_0 = 64 zeros
 //   canonical  = RFC 8785 (JSON Canonicalization Scheme)

@@ -1,4 +1,4 @@
-// The audit hash chain (ARCHITECTURE.md, "Audit trail"): each employer's events, in commit order, are
+// The audit hash chain (ARCHITECTURE.md, the audit capability): each employer's events, in commit order, are
 // sealed as hash_n = SHA-256(hash_{n-1} || canonical(event_n)), canonical JSON by RFC 8785, over the
 // event as stored (personal data stays the ciphertext it is stored as, so an erasure, which destroys
 // a key and changes no event, leaves the chain verifiable). scripts/verify-audit-chain.mjs implements

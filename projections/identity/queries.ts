@@ -41,7 +41,7 @@ export type ActiveSession = { session_id: string; employer_id: string; user_id: 
 /**
  * The live session whose secret hashes to `sessionHash`, or null (unknown, ended, expired, or user
  * deactivated). Every cookie-authenticated request runs it: a named pg statement, like the other hot
- * reads (ARCHITECTURE.md, "Reads at the hardware's pace").
+ * reads (ARCHITECTURE.md, HTTP).
  */
 export async function findActiveSession(pool: pg.Pool, sessionHash: string): Promise<ActiveSession | null> {
   const { rows } = await pool.query<ActiveSession>({

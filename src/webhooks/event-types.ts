@@ -1,7 +1,7 @@
 // Which domain events become webhook deliveries. SPEC section 6 names the webhook event types; each
-// capability that emits one adds its domain event here, e.g. a future cohorts capability adds
-//   CohortUploaded: { webhookEvent: 'cohort.uploaded', data: (event) => ({ cohortId: ..., patientCount: ... }) }
-// The fan-out consumer (src/webhooks/fan-out.ts) subscribes to exactly the domain event types listed.
+// capability that emits one adds its domain event here (as the patients capability's CohortUploaded).
+// The fan-out consumer (`webhooks-fan-out`, src/webhooks/capability.ts) subscribes to exactly the domain
+// event types listed.
 import type { Scope } from '../auth/principal.ts';
 import type { RecordedEvent } from '../event-store/port.ts';
 import { REQUESTED_DELIVERY } from './requested-deliveries.ts';

@@ -11,9 +11,10 @@ import { createEmployer } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
 import { createTestIdp } from '../support/saml-idp.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { capabilitiesTrusting, waitUntil, webhookEnv } from '../webhooks/helpers.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { waitUntil } from '../webhooks/helpers.ts';
 
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'console');
 const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
@@ -23,6 +24,7 @@ if (unavailable) console.warn(`console end-to-end tests skipped: ${unavailable}`
 describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
   let service: TestService;
   let receiver: HttpsReceiver;
+  let stop: () => Promise<void>;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -32,8 +34,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
   let adminUserId: string;
 
   beforeAll(async () => {
-    receiver = await startHttpsReceiver();
-    service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
+    ({ service, receiver, stop } = await startServiceWithReceiver());
     ({ employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: { type: 'system', id: 'test' } }, { name: 'Console Co', adminEmail }));
     browser = await launchChromium();
     context = await browser.newContext({ viewport: VIEWPORTS.desktop, acceptDownloads: true });
@@ -47,8 +48,7 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await service?.stop();
-    await receiver?.close();
+    await stop?.();
   });
 
   /** The page meets axe-core's serious and critical rules at both sizes; a screenshot of each is kept. */

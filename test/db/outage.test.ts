@@ -13,16 +13,18 @@ import type { Capability } from '../../src/capability.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded-postgres.ts';
 import { fhirErrorShape } from '../../src/patients/fhir/outcome.ts';
 import { defineRoute } from '../../src/http/route.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
 import { freePort } from '../support/ports.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, waitUntil, webhookEnv, type ApiClient } from '../webhooks/helpers.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, waitUntil, type ApiClient } from '../webhooks/helpers.ts';
 
 let dataDir: string;
 let port: number;
 let postgres: EmbeddedDatabase;
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 const startPostgres = () => startEmbeddedPostgres({ dataDir, port, databaseName: 'outage' });
 
 /** FHIR routes are yet to come: a route reading the database in their error shape stands in for them. */
@@ -48,12 +50,10 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'ei-outage-pg-'));
   port = await freePort();
   postgres = await startPostgres();
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ databaseUri: postgres.connectionUri, env: webhookEnv(), capabilities: [...capabilitiesTrusting(receiver), fhirStandIn] });
+  ({ service, receiver, stop } = await startServiceWithReceiver({ databaseUri: postgres.connectionUri, extraCapabilities: [fhirStandIn] }));
 });
 afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
+  await stop?.();
   await postgres?.stop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });

@@ -9,18 +9,15 @@ import { insertExport, markFailed } from '../../src/exports/store.ts';
 import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
-import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
 import { waitUntil } from '../webhooks/helpers.ts';
-import { exportTenant, rosterOf, startExportService, uploadPatients, type ExportTenant } from './helpers.ts';
+import { exportTenant, rosterOf, uploadPatients, type ExportTenant } from './helpers.ts';
 
 let service: TestService;
-let receiver: HttpsReceiver;
-beforeAll(async () => ({ service, receiver } = await startExportService()));
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+let stop: () => Promise<void>;
+beforeAll(async () => ({ service, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 const async = { prefer: 'respond-async', accept: 'application/fhir+json' };
 

@@ -1,16 +1,12 @@
 // A FHIR Bulk Data export survives its worker's death: a worker child process is SIGKILLed mid-export;
 // once another worker runs and the dead worker's job is recovered, the export completes with every
 // resource exactly once (no missing and no duplicate line), across a file split.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BULK_FILE_MAX_LINES } from '../../src/exports/bulk-data.ts';
 import { createTestDatabaseUri } from '../support/database.ts';
 import { startTestService, type TestService } from '../support/service.ts';
+import { killWorkerProcess, startWorkerProcess } from '../support/worker-process.ts';
 import { waitUntil, webhookEnv } from '../webhooks/helpers.ts';
 
 const PATIENTS = 120_000;
@@ -29,18 +25,6 @@ afterAll(async () => {
   await admin?.end();
 });
 
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const dir = await mkdtemp(join(tmpdir(), 'ei-export-worker-'));
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve', '--role', 'worker'], {
-    env: { ...process.env, ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitUntil('the worker process to start', () => output.includes('employer-integrations running [worker]'));
-  return child;
-}
-
 describe('a worker process killed mid-export', () => {
   it('resumes after a restart and writes every resource exactly once', async () => {
     const api = await startTestService({ databaseUri, roles: ['api', 'projections'], env: webhookEnv() });
@@ -55,7 +39,7 @@ describe('a worker process killed mid-export', () => {
       [tenant.employerId, PATIENTS],
     );
 
-    const worker = await startWorkerProcess();
+    const worker = await startWorkerProcess(databaseUri);
     const headers = { ...api.sessionHeaders(tenant.cookie), prefer: 'respond-async' };
     const kickOff = await fetch(`${api.url}/api/fhir/Patient/$export?_type=Patient`, { headers });
     expect(kickOff.status).toBe(202);
@@ -65,16 +49,11 @@ describe('a worker process killed mid-export', () => {
       const { rows } = await admin.query(`SELECT row_count FROM exports WHERE employer_id = $1`, [tenant.employerId]);
       return rows[0].row_count >= 10_000 && rows[0].row_count;
     });
-    worker.kill('SIGKILL');
-    await once(worker, 'exit');
+    await killWorkerProcess(worker, admin);
     const { rows: [interrupted] } = await admin.query(`SELECT status, row_count FROM exports WHERE employer_id = $1`, [tenant.employerId]);
     expect(interrupted).toMatchObject({ status: 'running' });
     expect(interrupted.row_count).toBeGreaterThanOrEqual(written);
     expect(interrupted.row_count).toBeLessThan(PATIENTS);
-    await waitUntil('the lease connection to close', async () => {
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'webhook-worker-lease'`);
-      return rows[0].n === 0;
-    });
 
     services.push(await startTestService({ databaseUri, roles: ['worker'], env: webhookEnv() }));
     // What the every-minute crontab entry does, now rather than within the minute.

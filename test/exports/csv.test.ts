@@ -11,16 +11,15 @@ import { insertExport, markFailed } from '../../src/exports/store.ts';
 import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
 import { subscribe, waitUntil } from '../webhooks/helpers.ts';
-import { exportTenant, rosterOf, startExportService, uploadPatients, type ExportTenant } from './helpers.ts';
+import { exportTenant, rosterOf, uploadPatients, type ExportTenant } from './helpers.ts';
 
 let service: TestService;
 let receiver: HttpsReceiver;
-beforeAll(async () => ({ service, receiver } = await startExportService()));
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+let stop: () => Promise<void>;
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 const injectionPatients = [
   { email: 'formula@example.test', firstName: '=HYPERLINK("http://evil.test","click")', lastName: '@SUM(A1:A9)', externalId: '-2+3', phone: '+1 555 0100' },

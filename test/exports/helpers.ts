@@ -1,16 +1,9 @@
-// What the export tests share: a service with a trusted HTTPS webhook receiver, tenants with a
-// cohort of patients, and raw fetches (exports answer files, not JSON).
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, webhookEnv, type ApiClient } from '../webhooks/helpers.ts';
+// What the export tests share: tenants with a cohort of patients, and raw fetches (exports answer
+// files, not JSON).
+import type { TestService } from '../support/service.ts';
+import { apiClient, type ApiClient } from '../webhooks/helpers.ts';
 
 export type ExportTenant = { employerId: string; cookie: string; api: ApiClient; fetch: (path: string, init?: RequestInit) => Promise<Response> };
-
-export async function startExportService(): Promise<{ service: TestService; receiver: HttpsReceiver }> {
-  const receiver = await startHttpsReceiver();
-  const service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
-  return { service, receiver };
-}
 
 export async function exportTenant(service: TestService, name?: string): Promise<ExportTenant> {
   const tenant = await service.createTenant(name ? { name } : {});

@@ -7,19 +7,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
-import { exportTenant, rosterOf, startExportService, uploadPatients, type ExportTenant } from './helpers.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { exportTenant, rosterOf, uploadPatients, type ExportTenant } from './helpers.ts';
 
 let service: TestService;
-let receiver: HttpsReceiver;
+let stop: () => Promise<void>;
 let tenant: ExportTenant;
 let erasedId: string;
 let erasedName: string;
 const PATIENTS = 130;
 
 beforeAll(async () => {
-  ({ service, receiver } = await startExportService());
+  ({ service, stop } = await startServiceWithReceiver());
   tenant = await exportTenant(service, 'Acme Roster Exports Ltd');
   await uploadPatients(tenant.api, Array.from({ length: PATIENTS }, (_, i) => ({ email: `roster.${i}@example.test`, firstName: `Given${i}`, lastName: `Family${i}`, birthDate: '1990-01-02' })));
   const [erased] = await rosterOf(tenant.api);
@@ -27,10 +27,7 @@ beforeAll(async () => {
   erasedName = `${erased.lastName}, ${erased.firstName}`;
   expect((await tenant.api.delete(`/api/employer/patients/${erasedId}/personal-data`)).status).toBe(200);
 });
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+afterAll(() => stop?.());
 
 describe('JSON roster export', () => {
   it('streams every patient of the roster, and no erased one', async () => {

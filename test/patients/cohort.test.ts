@@ -6,21 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readModelPatientDirectory } from '../../projections/patients/queries.ts';
 import { MAX_COHORT_ROWS } from '../../src/patients/cohort-row.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type ApiClient } from '../webhooks/helpers.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe, waitUntil, type ApiClient } from '../webhooks/helpers.ts';
 
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 let counter = 0;
 function rows(count: number, extra: Record<string, unknown> = {}) {

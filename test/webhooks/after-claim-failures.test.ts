@@ -6,21 +6,17 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encryptSecret, parseEncryptionKey } from '../../src/crypto/secret-box.ts';
 import { requeueAbandonedAttempts } from '../../src/webhooks/deliveries.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv } from './helpers.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe, waitUntil } from './helpers.ts';
 
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 const requestsTo = (path: string) => receiver.requests.filter((request) => request.path === path);
 

@@ -1,16 +1,12 @@
 // At-least-once across a crash: a worker process killed (SIGKILL) while its attempt hangs on the
 // receiver; after a worker starts again, the same delivery is attempted again with the same
 // x-webhook-id and completes. The worker runs as a real child process so it can really be killed.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUri } from '../support/database.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
+import { killWorkerProcess, startWorkerProcess } from '../support/worker-process.ts';
 import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv } from './helpers.ts';
 
 let receiver: HttpsReceiver;
@@ -30,21 +26,6 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-/** `npm start -- --role worker` in a child process; the receiver's CA reaches it the production way. */
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const dir = await mkdtemp(join(tmpdir(), 'ei-webhook-worker-'));
-  const caFile = join(dir, 'receiver-ca.pem');
-  await writeFile(caFile, receiver.ca);
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve', '--role', 'worker'], {
-    env: { ...process.env, ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent', NODE_EXTRA_CA_CERTS: caFile },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitUntil('the worker process to start', () => output.includes('employer-integrations running [worker]'));
-  return child;
-}
-
 describe('a worker process killed mid-delivery', () => {
   it('delivers again after restart, with the same x-webhook-id', async () => {
     const api = await startTestService({ databaseUri, roles: ['api', 'projections'], env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
@@ -52,20 +33,14 @@ describe('a worker process killed mid-delivery', () => {
     const client = apiClient(api, await api.createTenant());
     const { id } = await subscribe(client, `${receiver.url}/crash`);
 
-    const worker = await startWorkerProcess();
+    const worker = await startWorkerProcess(databaseUri, { ca: receiver.ca });
     receiver.respondWith(() => ({ hang: true }));
     await client.post(`/api/employer/webhooks/${id}/ping`);
     const [interrupted] = await waitUntil('the attempt to reach the receiver', () => receiver.requests.length >= 1 && receiver.requests);
     const inFlight = await admin.query('SELECT delivery_id, attempts, attempt_lease FROM webhook_deliveries WHERE webhook_id = $1', [id]);
     expect(inFlight.rows).toEqual([{ delivery_id: interrupted!.headers['x-webhook-id'], attempts: 0, attempt_lease: expect.any(Number) }]);
 
-    worker.kill('SIGKILL');
-    await once(worker, 'exit');
-    // The server has noticed: the dead process's lease is no longer held.
-    await waitUntil('the lease connection to close', async () => {
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'webhook-worker-lease'`);
-      return rows[0].n === 0;
-    });
+    await killWorkerProcess(worker, admin);
 
     receiver.respondWith(() => ({ status: 200, body: 'ok' }));
     services.push(await startTestService({ databaseUri, roles: ['worker'], env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) }));

@@ -8,9 +8,10 @@ import type { Capability } from '../../src/capability.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { eventSchema } from '../../src/event-store/schemas.ts';
 import { webhookEventMappings } from '../../src/webhooks/event-types.ts';
-import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type ApiClient } from './helpers.ts';
+import type { HttpsReceiver, ReceivedRequest } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe, waitUntil, type ApiClient } from './helpers.ts';
 
 // A broadcast event for these tests: a stand-in for a future capability's domain event (say
 // InvoicePaid -> invoice.paid), appended through the real event store.
@@ -24,15 +25,10 @@ const testMappings = {
 
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: [...capabilitiesTrusting(receiver, testMappings), invoiceEvents] });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver({ eventMappings: testMappings, extraCapabilities: [invoiceEvents] })));
+afterAll(() => stop?.());
 afterEach(() => receiver.respondWith(() => ({ status: 200, body: 'ok' })));
 
 const requestsTo = (path: string) => receiver.requests.filter((request) => request.path === path);

@@ -3,23 +3,21 @@
 // with Retry-After and changes nothing, and the allowance comes back when deliveries end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookStream } from '../../src/webhooks/subscription.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv } from './helpers.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe, waitUntil } from './helpers.ts';
 
 const LIMIT = 2;
 
 let receiver: HttpsReceiver;
 let service: TestService;
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  receiver.respondWith((request) => (request.path === '/stalled' ? { hang: true } : { status: 200 }));
-  service = await startTestService({ env: webhookEnv({ WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT: String(LIMIT) }), capabilities: capabilitiesTrusting(receiver) });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+let stop: () => Promise<void>;
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver({
+  env: { WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT: String(LIMIT) },
+  respond: (request) => (request.path === '/stalled' ? { hang: true } : { status: 200 }),
+})));
+afterAll(() => stop?.());
 
 describe('requested deliveries in flight', () => {
   it('refuses pings and redeliveries past the limit without changing anything, and admits again once deliveries end', async () => {

@@ -3,20 +3,16 @@ import { verify } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, webhookEnv } from './helpers.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe } from './helpers.ts';
 
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 async function tenantWithApi() {
   const tenant = await service.createTenant();

@@ -1,6 +1,6 @@
 // With the address check on (the production setting), creating or changing a subscription refuses
 // targets that are not public, with a 400 that says they are not allowed, and never what the host
-// resolved to. The address classes themselves are covered in safe-target.test.ts.
+// resolved to. The address classes themselves are covered in test/net/safe-target.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.ts';
 import { TARGET_NOT_ALLOWED } from '../../src/net/safe-target.ts';

@@ -12,8 +12,9 @@ import { employerJobArguments } from '../../src/worker/fair-share.ts';
 import { startWorker, WORKER_CONCURRENCY } from '../../src/worker/runner.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { createTestDatabase, createTestDatabaseUri } from '../support/database.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
 import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type ApiClient, type ApiResponse } from '../webhooks/helpers.ts';
 
 const LIMITS = {
@@ -31,20 +32,23 @@ type Tenant = { employerId: string; session: ApiClient; keyHeaders: Record<strin
 let receiver: HttpsReceiver;
 let databaseUri: string;
 let api: TestService;
+let stopApi: () => Promise<void>;
 let worker: TestService | undefined;
 const env = webhookEnv(LIMITS);
 
 beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  // The flooding tenant's receiver never answers: each of its attempts holds a worker for 10 s.
-  receiver.respondWith((request) => (request.path.startsWith('/flooder') ? { hang: true } : { status: 200 }));
   databaseUri = await createTestDatabaseUri();
-  api = await startTestService({ env, databaseUri, roles: ['api', 'projections'], capabilities: capabilitiesTrusting(receiver) });
+  ({ service: api, receiver, stop: stopApi } = await startServiceWithReceiver({
+    env: LIMITS,
+    databaseUri,
+    roles: ['api', 'projections'],
+    // The flooding tenant's receiver never answers: each of its attempts holds a worker for 10 s.
+    respond: (request) => (request.path.startsWith('/flooder') ? { hang: true } : { status: 200 }),
+  }));
 });
 afterAll(async () => {
   await worker?.stop();
-  await api?.stop();
-  await receiver?.close();
+  await stopApi?.();
 });
 
 const SCOPES = ['export:create', 'export:read', 'fhir:read', 'simulate:run', 'webhook:manage'] as const;

@@ -9,23 +9,19 @@ import { webhookDataSchemas } from '../../src/webhooks/payloads.ts';
 import { createPlatformToken, revokePlatformToken } from '../../src/workflows/commands.ts';
 import type { PlatformFamily } from '../../src/workflows/events.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
-import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
+import type { HttpsReceiver } from '../support/https-receiver.ts';
 import { addPatient, addPatients } from '../support/patients.ts';
-import { startTestService, type TestService } from '../support/service.ts';
-import { apiClient, capabilitiesTrusting, subscribe, waitUntil, webhookEnv, type ApiResponse } from '../webhooks/helpers.ts';
+import type { TestService } from '../support/service.ts';
+import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
+import { apiClient, subscribe, waitUntil, type ApiResponse } from '../webhooks/helpers.ts';
 
 let receiver: HttpsReceiver;
 let service: TestService;
+let stop: () => Promise<void>;
 const OPERATOR = { tenantId: null, actor: { type: 'system', id: 'test' } } as const;
 
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv(), capabilities: capabilitiesTrusting(receiver) });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
+beforeAll(async () => ({ service, receiver, stop } = await startServiceWithReceiver()));
+afterAll(() => stop?.());
 
 async function platformToken(families: PlatformFamily[]) {
   return (await createPlatformToken(service.ctx, OPERATOR, { name: 'test', families })).token;
