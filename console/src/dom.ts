@@ -31,21 +31,37 @@ export function setFieldError(control: HTMLElement, message: string | null): voi
 
 /** A status line that screen readers announce: successes and errors of the last action. Pages set it after
  * re-rendering, so what it announces is already on screen. */
-export function notice(): { element: HTMLElement; ok(text: string): void; fail(error: unknown): void; clear(): void } {
+export type Notice = {
+  element: HTMLElement;
+  ok(text: string): void;
+  fail(error: unknown): void;
+  clear(): void;
+  /** Clears the notice, runs `action`, then shows `done`, or the error it threw. */
+  attempt(action: () => Promise<unknown>, done: string): Promise<void>;
+};
+
+export function notice(): Notice {
   const element = h('p', { class: 'notice', role: 'status', 'aria-live': 'polite' });
+  const show = (className: string, text: string) => {
+    element.className = className;
+    element.textContent = text;
+  };
+  const ok = (text: string) => show('notice ok', text);
+  const fail = (error: unknown) => show('notice fail', error instanceof Error ? error.message : String(error));
+  const clear = () => show('notice', '');
   return {
     element,
-    ok(text) {
-      element.className = 'notice ok';
-      element.textContent = text;
-    },
-    fail(error) {
-      element.className = 'notice fail';
-      element.textContent = error instanceof Error ? error.message : String(error);
-    },
-    clear() {
-      element.className = 'notice';
-      element.textContent = '';
+    ok,
+    fail,
+    clear,
+    async attempt(action, done) {
+      clear();
+      try {
+        await action();
+        ok(done);
+      } catch (error) {
+        fail(error);
+      }
     },
   };
 }

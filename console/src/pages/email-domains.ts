@@ -11,16 +11,10 @@ export async function emailDomainsSection(): Promise<HTMLElement> {
   const list = h('div');
   const domain = h('input', { name: 'domain', required: true, maxlength: 253, autocomplete: 'off', placeholder: 'example.com' });
 
-  const act = async (done: string, call: () => Promise<unknown>) => {
-    status.clear();
-    try {
-      await call();
-      await refresh();
-      status.ok(done);
-    } catch (error) {
-      status.fail(error);
-    }
-  };
+  const act = (done: string, call: () => Promise<unknown>) => status.attempt(async () => {
+    await call();
+    await refresh();
+  }, done);
   const params = (claim: Claim) => ({ params: { path: { domain: claim.domain } } });
   const verify = (claim: Claim) => act(`${claim.domain} is verified.`, () => ok(api.POST('/api/employer/email-domains/{domain}/verify', params(claim))));
   const withdraw = (claim: Claim) =>

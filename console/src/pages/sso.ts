@@ -94,16 +94,10 @@ export const ssoPage: Page = {
       body.replaceChildren(...(sso.pendingTrustChange ? [pendingSection(sso.pendingTrustChange)] : []), saml, forIdp, scim);
     };
 
-    const decide = async (call: () => Promise<unknown>, done: string) => {
-      status.clear();
-      try {
-        await call();
-        await refresh();
-        status.ok(done);
-      } catch (error) {
-        status.fail(error);
-      }
-    };
+    const decide = (call: () => Promise<unknown>, done: string) => status.attempt(async () => {
+      await call();
+      await refresh();
+    }, done);
 
     /** The change an API key proposed: what it would put in effect, and the administrator's choice. */
     const pendingSection = (pending: PendingTrustChange) => {
