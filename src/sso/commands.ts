@@ -62,22 +62,15 @@ export async function updateSsoConfiguration(
 
 /** An administrator, in a session, puts the pending trust change `changeId` in effect (404 unless it is the pending one). */
 export async function confirmSsoTrustChange(ctx: AppContext, context: CommandContext, input: { changeId: string }): Promise<void> {
-  const employerId = employerOf(context);
-  await handleCommand(ctx.commands, {
-    streamName: ssoConfigurationStream(employerId),
-    decider: ssoConfigurationDecider,
-    command: { type: 'ConfirmSsoTrustChange', employerId, changeId: input.changeId },
-    context,
-  });
+  await decideTrustChange(ctx, context, 'ConfirmSsoTrustChange', input.changeId);
 }
 
 /** Drops the pending trust change `changeId` (404 unless it is the pending one); nothing in effect changes. */
 export async function discardSsoTrustChange(ctx: AppContext, context: CommandContext, input: { changeId: string }): Promise<void> {
+  await decideTrustChange(ctx, context, 'DiscardSsoTrustChange', input.changeId);
+}
+
+async function decideTrustChange(ctx: AppContext, context: CommandContext, type: 'ConfirmSsoTrustChange' | 'DiscardSsoTrustChange', changeId: string): Promise<void> {
   const employerId = employerOf(context);
-  await handleCommand(ctx.commands, {
-    streamName: ssoConfigurationStream(employerId),
-    decider: ssoConfigurationDecider,
-    command: { type: 'DiscardSsoTrustChange', employerId, changeId: input.changeId },
-    context,
-  });
+  await handleCommand(ctx.commands, { streamName: ssoConfigurationStream(employerId), decider: ssoConfigurationDecider, command: { type, employerId, changeId }, context });
 }
