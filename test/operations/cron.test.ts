@@ -2,12 +2,9 @@
 // (smtp-server) whose messages are parsed with mailparser: the alert reaches the right employer's
 // admins once, a second run in the same hour (month) records and sends nothing, and the endpoints
 // refuse callers without the cron secret.
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 const CRON_SECRET = 'cron-secret-for-tests-0123456789';
@@ -23,8 +20,8 @@ async function until(condition: () => boolean | Promise<boolean>, what: string) 
 }
 
 describe('cron endpoints and alert e-mails', () => {
-  let smtp: SMTPServer;
-  const mails: ParsedMail[] = [];
+  let smtp: MailCatcher;
+  let mails: MailCatcher['mails'];
   let service: TestService;
   let acme: { employerId: string; adminUserId: string; cookie: string };
   let globex: { employerId: string; adminUserId: string; cookie: string };
@@ -42,24 +39,12 @@ describe('cron endpoints and alert e-mails', () => {
   };
 
   beforeAll(async () => {
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, _session, callback) {
-        simpleParser(stream).then((mail) => {
-          mails.push(mail);
-          callback();
-        }, callback);
-      },
-    });
-    smtp.listen(0, '127.0.0.1');
-    await once(smtp.server, 'listening');
-    const { port } = smtp.server.address() as AddressInfo;
+    smtp = await startMailCatcher();
+    mails = smtp.mails;
     service = await startTestService({
       env: {
         CRON_SECRET,
-        SMTP_URL: `smtp://127.0.0.1:${port}`,
+        SMTP_URL: smtp.smtpUrl,
         INTEGRATION_ALERT_IP_REJECTIONS_THRESHOLD: '10',
         API_KEY_INVENTORY_EXPECTED_MIN: '1',
         API_KEY_INVENTORY_EXPECTED_MAX: '5',
@@ -71,7 +56,7 @@ describe('cron endpoints and alert e-mails', () => {
 
   afterAll(async () => {
     await service?.stop();
-    smtp?.close();
+    await smtp?.close();
   });
 
   it('refuses callers without the secret (401), and is off without CRON_SECRET (503)', async () => {

@@ -6,15 +6,12 @@
 // e-mailed (read back from a real SMTP server). And the SCIM token such a key may obtain cannot
 // re-address the administrator for a sign-in at the employer's own IdP.
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { simpleParser, type ParsedMail } from 'mailparser';
 import { sql } from 'slonik';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { startMailCatcher, type MailCatcher } from '../support/mail-catcher.ts';
 import { createTestIdp, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { PATCH_OP, scimClient, USER_SCHEMA } from '../scim/scim-client.ts';
@@ -22,34 +19,21 @@ import { waitUntil } from '../webhooks/helpers.ts';
 import { enableSaml, followSignIn, getSso, postCallback, spUrls, startLogin, type JsonBody, type Tenant } from './sso-test-kit.ts';
 
 let service: TestService;
-let smtp: SMTPServer;
-const mails: ParsedMail[] = [];
+let smtp: MailCatcher;
 /** The employer's own IdP, which an administrator configured. */
 let employerIdp: TestIdp;
 /** The IdP the key holder controls: its own key pair, issuer and entry point. */
 let attackerIdp: TestIdp;
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData(stream, _session, callback) {
-      simpleParser(stream).then((mail) => {
-        mails.push(mail);
-        callback();
-      }, callback);
-    },
-  });
-  smtp.listen(0, '127.0.0.1');
-  await once(smtp.server, 'listening');
-  service = await startTestService({ env: { SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}` } });
+  smtp = await startMailCatcher();
+  service = await startTestService({ env: { SMTP_URL: smtp.smtpUrl } });
   employerIdp = await createTestIdp();
   attackerIdp = await createTestIdp({ issuer: 'https://idp.attacker.example' });
 });
 afterAll(async () => {
   await service?.stop();
-  await new Promise<void>((resolve) => (smtp ? smtp.close(() => resolve()) : resolve()));
+  await smtp?.close();
 });
 
 let counter = 0;
@@ -88,7 +72,7 @@ async function trustAudit(employerId: string) {
     ORDER BY global_position`);
 }
 
-const mailsTo = (email: string) => mails.filter((mail) => [mail.to].flat().some((address) => address?.text === email));
+const mailsTo = (email: string) => smtp.mails.filter((mail) => [mail.to].flat().some((address) => address?.text === email));
 
 describe('SAML trust changed with an sso:manage key (the reproduced attack)', () => {
   it("stays pending: the callback does not sign the administrator in until an administrator confirms the change in a session; then it does", async () => {
