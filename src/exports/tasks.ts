@@ -50,17 +50,14 @@ async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
       SELECT row_number() OVER (ORDER BY created_at DESC, id DESC) AS ord, json_build_object('at', cursor_at, 'id', id)::text AS cursor, ${rosterCsvLine} AS line
       FROM (${rosterPageQuery(row.employer_id, { limit: CSV_CHUNK_ROWS, after: from.after })}) page`;
     const chunk = { fileName: CSV_FILE, seq: from.seq, lines, lineEnd: CSV_LINE_END, header: from.seq === 0 ? CSV_HEADER : undefined };
-    let last = false;
     const next = await ctx.db.slonik.transaction(async (tx) => {
       const current = await lockExport(tx, at.employerId, at.exportId);
       if (current?.status !== 'running') return null;
-      return writeChunkFromQuery(tx, at, chunk, ({ lineCount, lastCursor }): CsvPosition => {
-        last = lineCount < CSV_CHUNK_ROWS;
-        return { after: last ? null : (JSON.parse(lastCursor!) as Keyset), seq: from.seq + 1 };
-      });
+      return writeChunkFromQuery(tx, at, chunk, ({ lineCount, lastCursor }): CsvPosition =>
+        ({ after: lineCount < CSV_CHUNK_ROWS ? null : (JSON.parse(lastCursor!) as Keyset), seq: from.seq + 1 }));
     });
     if (next === null) return false;
-    if (last) return true;
+    if (next.after === null) return true; // a short chunk was the last
     position = next;
   }
 }
