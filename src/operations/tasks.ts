@@ -5,7 +5,7 @@
 //   throws, and graphile-worker retries it with backoff, while the audit record stands already.
 import type { Task, TaskList } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
-import type { EventJobPayload } from '../worker/dispatcher.ts';
+import { eventOfJob, type EventJobPayload } from '../worker/dispatcher.ts';
 import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
 import { inventoryReviewData, ipRejectionAlertData } from './events.ts';
 import { adminEmailsOf } from '../../projections/tenants/queries.ts';
@@ -26,7 +26,7 @@ export function operationsTasks(ctx: AppContext): TaskList {
 function mailTask(ctx: AppContext): Task {
   return async (payload) => {
     const job = payload as EventJobPayload;
-    const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);
+    const event = await eventOfJob(ctx.eventStore, job);
     if (!event || !job.tenantId) throw new Error(`event ${job.eventId} of ${job.streamName} not found`);
     const content = event.type === 'IntegrationAlertRaised' ? alertMail(ipRejectionAlertData.parse(event.data))
       : event.type === 'ApiKeyInventoryReviewed' ? reviewMail(inventoryReviewData.parse(event.data))

@@ -9,7 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Task, TaskList } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
 import type { Actor, RecordedEvent } from '../event-store/port.ts';
-import type { EventJobPayload } from '../worker/dispatcher.ts';
+import { eventOfJob, type EventJobPayload } from '../worker/dispatcher.ts';
 import { adminEmailsOf } from '../../projections/tenants/queries.ts';
 import type { SamlTrustChanges, SsoConfigurationEvent } from './events.ts';
 import { summariseSamlRefusals } from './saml-refusals.ts';
@@ -31,7 +31,7 @@ export function ssoTasks(ctx: AppContext): TaskList {
 function trustMailTask(ctx: AppContext): Task {
   return async (payload) => {
     const job = payload as EventJobPayload;
-    const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId) as RecordedEvent<SsoConfigurationEvent> | undefined;
+    const event = (await eventOfJob(ctx.eventStore, job)) as RecordedEvent<SsoConfigurationEvent> | undefined;
     if (!event || !job.tenantId) throw new Error(`event ${job.eventId} of ${job.streamName} not found`);
     const content = trustMail(event, `${ctx.config.PUBLIC_BASE_URL}/#/sso`);
     if (!content) return;

@@ -6,6 +6,7 @@ import type { Task, TaskList } from 'graphile-worker';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
+import { eventOfJob } from '../worker/dispatcher.ts';
 import { attemptDelivery, notSent } from './attempt.ts';
 import { deliveryWorkerContext, recordDeliveryOutcome } from './commands.ts';
 import {
@@ -49,7 +50,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, processLe
     const job = eventJobPayload.parse(payload);
     const mapping = mappings[job.type];
     if (!mapping) return;
-    const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);
+    const event = await eventOfJob(ctx.eventStore, job);
     if (!event) throw new Error(`event ${job.eventId} is not in stream ${job.streamName}`);
     // Webhooks go only to the tenant that owns the event.
     const employerId = event.metadata.tenantId;

@@ -4,7 +4,7 @@
 // of that employer's, served by its fair share of the workers (./fair-share.ts).
 import { sql } from 'slonik';
 import type { Projection } from '../event-store/projection.ts';
-import type { RecordedEvent } from '../event-store/port.ts';
+import type { EventStore, RecordedEvent } from '../event-store/port.ts';
 import { employerFlag, employerJobPriority } from './fair-share.ts';
 
 export type EventConsumer = {
@@ -17,6 +17,11 @@ export type EventConsumer = {
 
 /** What a consumer's task receives: enough to load the event, never the event's secrets. */
 export type EventJobPayload = { consumer: string; eventId: string; type: string; streamName: string; tenantId: string | null; position: string };
+
+/** The event a consumer's job was queued for, read back from its stream (undefined if the stream lacks it). */
+export async function eventOfJob(eventStore: EventStore, job: Pick<EventJobPayload, 'streamName' | 'eventId'>): Promise<RecordedEvent | undefined> {
+  return (await eventStore.readStream(job.streamName)).find((event) => event.eventId === job.eventId);
+}
 
 export function jobDispatcherProjection(consumers: EventConsumer[], name = 'job-dispatcher'): Projection {
   return {

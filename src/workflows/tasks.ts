@@ -3,6 +3,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
+import { eventOfJob } from '../worker/dispatcher.ts';
 import { release } from '../worker/admission.ts';
 import { completeSimulation, simulationAdmission } from './commands.ts';
 
@@ -13,7 +14,7 @@ const simulationJob = z.object({ eventId: z.string(), streamName: z.string(), te
 export function workflowTasks(ctx: AppContext): TaskList {
   const simulate: Task = async (payload, helpers) => {
     const job = simulationJob.parse(payload);
-    const event = (await ctx.eventStore.readStream(job.streamName)).find((candidate) => candidate.eventId === job.eventId);
+    const event = await eventOfJob(ctx.eventStore, job);
     if (!event || event.type !== 'SimulationRequested') throw new Error(`event ${job.eventId} is not a SimulationRequested in ${job.streamName}`);
     const simulationId = String(event.data.simulationId);
     try {
