@@ -44,6 +44,11 @@ export function kindOfStatus(status: number): ErrorKind {
   return kind;
 }
 
+/** VALIDATION_ERROR for one field: the same body as a schema's refusal with one issue. */
+export function fieldValidationError(path: string, message: string): DomainError {
+  return new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: ${path}: ${message}`, { errors: [{ path, message }] });
+}
+
 export function validationError(error: ZodError, where: string): DomainError {
   const errors = error.issues.map((issue) => ({
     path: [where, ...issue.path.map(String)].join('.'),

@@ -6,7 +6,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { DomainError } from '../event-store/decider.ts';
-import { JSON_DEPTH_MAX } from './limits.ts';
+import { fieldValidationError } from './errors.ts';
+import { JSON_DEPTH_MAX, JSON_TOO_DEEP } from './limits.ts';
 
 export type JsonBodyBudget = {
   /** Values in the whole body. */
@@ -124,11 +125,9 @@ export class JsonBudgetScan {
 
 function refusal(over: 'depth' | 'values' | 'items', budget: JsonBodyBudget): DomainError {
   switch (over) {
-    case 'depth': {
+    case 'depth':
       // As route.ts's check after parsing says it, for a body that never gets that far.
-      const message = `nested deeper than ${JSON_DEPTH_MAX} levels`;
-      return new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] });
-    }
+      return fieldValidationError('body', JSON_TOO_DEEP);
     case 'values':
       return new DomainError('too_large', 'PAYLOAD_TOO_LARGE', `The request body is too large: it holds more than ${budget.values} JSON values.`, { limitValues: budget.values });
     case 'items':

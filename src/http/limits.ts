@@ -11,6 +11,8 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const HEADERS_LIMIT_BYTES = 16 * 1024;
 /** Nesting of arrays and objects in a JSON body: deeper input is refused before anything walks it recursively. */
 export const JSON_DEPTH_MAX = 32;
+/** The refusal of a body nested deeper than JSON_DEPTH_MAX, wherever it is found. */
+export const JSON_TOO_DEEP = `nested deeper than ${JSON_DEPTH_MAX} levels`;
 /**
  * Values in a JSON body (each scalar, array and object counts one), counted while it arrives and refused
  * past the bound before it is parsed: parsing, the storable-input walk and the schema check cost per

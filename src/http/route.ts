@@ -6,11 +6,10 @@ import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { sessionRolesOf, type PlatformPrincipal, type Principal, type RouteAuth } from '../auth/principal.ts';
-import { errorBodySchema, validationError, type ErrorShape } from './errors.ts';
+import { errorBodySchema, fieldValidationError, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
-import { DomainError } from '../event-store/decider.ts';
 import { jsonBodyBudgetHook, type JsonBodyBudget } from './json-budget.ts';
-import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_VALUES_MAX } from './limits.ts';
+import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_TOO_DEEP, JSON_VALUES_MAX } from './limits.ts';
 import { prototypeNameIn, prototypeNameMessage } from './prototypes.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
@@ -122,7 +121,7 @@ function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body')
   const path: string[] = [where];
   const refuse = (message: string) => {
     const field = path.join('.');
-    throw new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: ${field}: ${message}`, { errors: [{ path: field, message }] });
+    throw fieldValidationError(field, message);
   };
   const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
   const visit = (value: unknown, depth: number): void => {
@@ -134,7 +133,7 @@ function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body')
       return;
     }
     if (value === null || typeof value !== 'object') return;
-    if (depth >= JSON_DEPTH_MAX) refuse(`nested deeper than ${JSON_DEPTH_MAX} levels`);
+    if (depth >= JSON_DEPTH_MAX) refuse(JSON_TOO_DEEP);
     if (Array.isArray(value)) {
       for (let index = 0; index < value.length; index++) {
         path.push(String(index));

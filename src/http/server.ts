@@ -12,8 +12,7 @@ import Fastify, { LogController, type ConnectionError, type FastifyBaseLogger, t
 import type { Logger } from 'pino';
 import { sql } from 'slonik';
 import type { AppContext } from '../app-context.ts';
-import { DomainError } from '../event-store/decider.ts';
-import { defaultErrorShape, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
+import { defaultErrorShape, fieldValidationError, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
@@ -162,7 +161,7 @@ export function acceptJson(fastify: FastifyInstance, contentType: string): void 
     parse(request, text, (error, value) => {
       if (error && isJson(text)) {
         const message = 'a key __proto__, or constructor holding prototype, names a prototype member: no key or path segment may.';
-        done(new DomainError('invalid', 'VALIDATION_ERROR', `Invalid request: body: ${message}`, { errors: [{ path: 'body', message }] }));
+        done(fieldValidationError('body', message));
       } else done(error, value);
     });
   });
