@@ -90,6 +90,7 @@ export async function listDeliveries(
     SELECT delivery_id, attempt, requested_at, latency_ms, status_code, error, response_body, next_retry_at
     FROM webhook_delivery_attempts WHERE delivery_id = ANY (${sql.array(page.map((row) => row.delivery_id), 'uuid')})
     ORDER BY delivery_id, attempt`);
+  const attemptsOf = Map.groupBy(attempts, (attempt) => attempt.delivery_id);
   const deliveries = page.map((row) => ({
     id: row.delivery_id,
     webhookId: row.webhook_id,
@@ -101,8 +102,7 @@ export async function listDeliveries(
     nextAttemptAt: row.next_attempt_at,
     createdAt: row.created_at,
     completedAt: row.completed_at,
-    attempts: attempts
-      .filter((attempt) => attempt.delivery_id === row.delivery_id)
+    attempts: (attemptsOf.get(row.delivery_id) ?? [])
       .map((attempt) => ({
         attempt: attempt.attempt,
         requestedAt: attempt.requested_at,
