@@ -21,17 +21,11 @@ export const ssoPage: Page = {
     const once = h('div');
     const body = h('div');
 
-    const save = async (update: SsoBody, done: string) => {
-      status.clear();
-      try {
-        const result: SsoUpdate = await ok(api.POST('/api/employer/sso', { body: update as never }));
-        await refresh();
-        if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, TOKEN_WARNING));
-        status.ok(done);
-      } catch (error) {
-        status.fail(error);
-      }
-    };
+    const save = (update: SsoBody, done: string) => status.attempt(async () => {
+      const result: SsoUpdate = await ok(api.POST('/api/employer/sso', { body: update as never }));
+      await refresh();
+      if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, TOKEN_WARNING));
+    }, done);
 
     const refresh = async () => {
       const sso = await ok(api.GET('/api/employer/sso'));
