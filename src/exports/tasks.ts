@@ -10,12 +10,13 @@ import { tenantStream } from '../event-store/port.ts';
 import type { Keyset } from '../http/page.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers, type ProcessLease } from '../worker/lease.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
-import { bulkStatusUrl, countBulkResources, writeBulkFiles } from './bulk-data.ts';
+import { assertExportAdmitted } from './admission.ts';
+import { bulkStatusUrl, countBulkResources, writeBulkFiles, type BulkRequest } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
 import { exportDecider } from './export.ts';
 import { rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
-import { deleteExpiredFiles, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportRow } from './store.ts';
+import { deleteExpiredFiles, insertExport, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportKind, type ExportRow } from './store.ts';
 
 export const RUN_EXPORT_TASK = 'export_run';
 export const RECOVER_EXPORTS_TASK = 'export_recover';
@@ -28,9 +29,21 @@ type CsvPosition = { after: Keyset | null; seq: number };
 export const csvDownloadUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}/api/employer/export/csv/exports/${exportId}/download`;
 
 /** Queues the run of an export in the caller's transaction (job key: one run per export), one of its employer's jobs. */
-export function queueExportJob(job: ExportJob) {
+function queueExportJob(job: ExportJob) {
   return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5,
     ${employerJobArguments(job.employerId)})`;
+}
+
+/**
+ * Starts an export of the employer, in one transaction: admitted within its limits (./admission.ts),
+ * recorded as pending, and its run queued. Every kick-off route goes through here.
+ */
+export async function startExport(ctx: AppContext, input: { employerId: string; exportId: string; kind: ExportKind; request?: BulkRequest }): Promise<void> {
+  await ctx.db.slonik.transaction(async (tx) => {
+    await assertExportAdmitted(tx, ctx.config, input.employerId, input.kind);
+    await insertExport(tx, input);
+    await tx.query(queueExportJob({ employerId: input.employerId, exportId: input.exportId }));
+  });
 }
 
 /** Rows of a CSV chunk: large chunks make few statements. */

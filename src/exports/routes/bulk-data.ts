@@ -22,9 +22,9 @@ import { instantMillis, INSTANT_RANGE_MESSAGE } from '../../http/instant.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from '../bulk-data.ts';
 import { getCohort } from '../../../projections/patients/queries.ts';
-import { assertExportAdmitted, exportLimitsDescription } from '../admission.ts';
-import { cancelExport, fileStream, getExport, insertExport } from '../store.ts';
-import { queueExportJob } from '../tasks.ts';
+import { exportLimitsDescription } from '../admission.ts';
+import { cancelExport, fileStream, getExport } from '../store.ts';
+import { startExport } from '../tasks.ts';
 
 const tags = ['FHIR Bulk Data'];
 const auth = { modes: ['apiKey', 'session'], scope: 'fhir:read', role: 'EMPLOYER_ADMIN' } as const;
@@ -105,11 +105,7 @@ export function bulkDataRoutes(): RoutePlugin {
             const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
-            await ctx.db.slonik.transaction(async (tx) => {
-              await assertExportAdmitted(tx, ctx.config, principal.employerId, 'fhir');
-              await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
-              await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
-            });
+            await startExport(ctx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
             return reply.status(202).header('content-location', bulkStatusUrl(ctx, exportId)).send();
           },
         });

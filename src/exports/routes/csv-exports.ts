@@ -8,9 +8,9 @@ import { DomainError } from '../../event-store/decider.ts';
 import { notFound } from '../../http/errors.ts';
 import { defineRoute } from '../../http/route.ts';
 import type { RoutePlugin } from '../../http/server.ts';
-import { assertExportAdmitted, exportLimitsDescription } from '../admission.ts';
-import { fileStream, getExport, insertExport, type ExportRow } from '../store.ts';
-import { CSV_FILE, queueExportJob } from '../tasks.ts';
+import { exportLimitsDescription } from '../admission.ts';
+import { fileStream, getExport, type ExportRow } from '../store.ts';
+import { CSV_FILE, startExport } from '../tasks.ts';
 import { EXPORT_READ_AUTH, EXPORTS_TAGS } from './roster.ts';
 
 const CSV_EXPORTS_URL = '/api/employer/export/csv/exports';
@@ -62,11 +62,7 @@ export function csvExportRoutes(): RoutePlugin {
       },
       handler: async ({ principal, reply }) => {
         const exportId = randomUUID();
-        await ctx.db.slonik.transaction(async (tx) => {
-          await assertExportAdmitted(tx, ctx.config, principal.employerId, 'csv');
-          await insertExport(tx, { employerId: principal.employerId, exportId, kind: 'csv' });
-          await tx.query(queueExportJob({ employerId: principal.employerId, exportId }));
-        });
+        await startExport(ctx, { employerId: principal.employerId, exportId, kind: 'csv' });
         reply.status(202).header('location', `${ctx.config.PUBLIC_BASE_URL}${CSV_EXPORTS_URL}/${exportId}`);
         return { exportId, status: 'pending' as const };
       },
