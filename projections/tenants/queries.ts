@@ -1,4 +1,5 @@
-// Queries on the read models `employers` and `users`: SAML sign-in and the CLI find a user by e-mail,
+// Queries on the read models `employers` and `users`: SAML sign-in and the CLI find a user by e-mail, a
+// patient's FHIR compartment starts from its user's e-mail,
 // the operational jobs and mails go through the employers and their admins, SCIM reads the users it
 // can see (a SCIM filter arrives already translated to SQL on the alias `u`).
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
@@ -24,6 +25,11 @@ export async function employerExists(pool: DatabasePool, employerId: string): Pr
 
 export async function allEmployerIds(db: CommonQueryMethods): Promise<readonly string[]> {
   return db.anyFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM employers ORDER BY id`);
+}
+
+/** The e-mail address of one of the employer's users, or null. */
+export async function userEmailOf(db: CommonQueryMethods, employerId: string, userId: string): Promise<string | null> {
+  return db.maybeOneFirst(sql.type(z.object({ email: z.string() }))`SELECT email FROM users WHERE employer_id = ${employerId} AND id = ${userId}`);
 }
 
 /** E-mail addresses of the employer's active admins. */
