@@ -13,7 +13,7 @@ import type { FhirJson, FhirResourceType } from '../../src/patients/events.ts';
 import { prototypeNameIn, prototypeNameMessage } from '../../src/http/prototypes.ts';
 import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type SearchParameter } from './search-parameters.ts';
 
-export const DEFAULT_COUNT = 20;
+const DEFAULT_COUNT = 20;
 export const MAX_COUNT = 1000;
 
 /** Parameters that shape the result rather than filter it. `_format` is content negotiation. */

@@ -7,7 +7,7 @@ import { keyIdOf } from './key-id.ts';
 
 export type AuditSigner = { privateKey: KeyObject; publicKey: KeyObject; keyId: string };
 
-export function parseAuditSigningKey(text: string): AuditSigner {
+function parseAuditSigningKey(text: string): AuditSigner {
   const trimmed = text.trim();
   let privateKey: KeyObject;
   try {

@@ -25,10 +25,10 @@ export type DomainReservationCommand =
 
 export type DomainReservationState = { holder: string | null };
 
-export const domainTaken = () => new DomainError('conflict', 'DOMAIN_TAKEN', 'Another employer has verified this domain.');
+const domainTaken = () => new DomainError('conflict', 'DOMAIN_TAKEN', 'Another employer has verified this domain.');
 
 /** Whether a domain held by `holder` is closed to new addresses of `employerId`. */
-export const closedTo = (holder: string | null, employerId: string) => holder !== null && holder !== employerId;
+const closedTo = (holder: string | null, employerId: string) => holder !== null && holder !== employerId;
 
 export const domainReservationDecider: Decider<DomainReservationCommand, EmailDomainReservationEvent, DomainReservationState> = {
   initialState: () => ({ holder: null }),
@@ -51,7 +51,7 @@ export const domainReservationDecider: Decider<DomainReservationCommand, EmailDo
   },
 };
 
-export const domainReservationStream = (domain: string) => systemStream('emailDomainReservation', domain);
+const domainReservationStream = (domain: string) => systemStream('emailDomainReservation', domain);
 
 /** A command on the domain's reservation, in the system stream's context (it belongs to no employer). */
 export function domainReservationCommand(context: CommandContext, domain: string, command: DomainReservationCommand): StreamCommand<DomainReservationCommand, EmailDomainReservationEvent, DomainReservationState> {

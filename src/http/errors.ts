@@ -32,7 +32,7 @@ export const defaultErrorShape: ErrorShape = (error, request) => ({
 });
 
 /** The HTTP status of each kind of refusal. */
-export const STATUS_OF_KIND: Record<ErrorKind, number> = {
+const STATUS_OF_KIND: Record<ErrorKind, number> = {
   invalid: 400, unauthenticated: 401, forbidden: 403, not_found: 404, not_acceptable: 406, conflict: 409, gone: 410, precondition_failed: 412,
   too_large: 413, unprocessable: 422, too_many: 429, unavailable: 503,
 };

@@ -45,7 +45,7 @@ export type SafeTargetOptions = {
 
 export type HostResolver = (hostname: string, family: number) => Promise<LookupAddress[]>;
 
-export const DEFAULT_DNS_TIMEOUT_MS = 2_000;
+const DEFAULT_DNS_TIMEOUT_MS = 2_000;
 
 const systemResolver: HostResolver = (hostname, family) => dnsLookup(hostname, { all: true, family });
 
@@ -176,7 +176,7 @@ function checkedLookup(options: SafeTargetOptions): LookupFunction {
   };
 }
 
-export type SafeDispatcherOptions = SafeTargetOptions & {
+type SafeDispatcherOptions = SafeTargetOptions & {
   /**
    * Extra trusted CA certificate(s) in PEM, for tests whose receiver uses a self-signed
    * certificate. Production leaves this unset: node's bundled roots plus NODE_EXTRA_CA_CERTS apply.

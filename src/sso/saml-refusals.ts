@@ -94,7 +94,7 @@ export function createSamlRefusalCounter(deps: { pool: DatabasePool; logger: Log
 
 const countRow = z.object({ employer_id: z.string(), window_start: z.string(), reason: z.enum(SAML_LOGIN_FAILURE_REASONS), refusals: z.number(), client_addresses: z.array(z.string()) });
 
-export type SamlRefusalSummaries = {
+type SamlRefusalSummaries = {
   job: 'saml-refusal-summaries';
   minutes: Array<{ employerId: string; windowStart: string; refusals: number; recorded: boolean }>;
 };

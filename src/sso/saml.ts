@@ -179,7 +179,7 @@ function resolveEmail(settings: SamlSpSettings, nameId: string, nameIdFormat: st
  * Cheap checks of a base64 SAMLResponse before anything parses it (microseconds per KiB): its length,
  * its alphabet, the decoded size, and its count of elements, attributes and nesting levels.
  */
-export function screenSamlResponse(samlResponseBase64: string): void {
+function screenSamlResponse(samlResponseBase64: string): void {
   if (samlResponseBase64.length > SAML_RESPONSE_MAX) throw new SamlValidationError('MALFORMED', 'The SAML response is too large.');
   if (!BASE64.test(samlResponseBase64)) throw new SamlValidationError('MALFORMED', 'The SAML response is not base64.');
   const xml = Buffer.from(samlResponseBase64, 'base64').toString('utf8');
@@ -232,7 +232,7 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
   };
 }
 
-export type SamlResponseVerifier = (settings: SamlSpSettings, samlResponseBase64: string) => Promise<VerifiedSamlResponse>;
+type SamlResponseVerifier = (settings: SamlSpSettings, samlResponseBase64: string) => Promise<VerifiedSamlResponse>;
 
 /**
  * Validates a base64 SAMLResponse (HTTP-POST binding) and returns the login it carries, or throws

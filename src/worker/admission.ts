@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { DomainError } from '../event-store/decider.ts';
 
 /** A ticket whose work never got going (the process died between admission and command) stops counting after this. */
-export const ADMISSION_TTL_SECONDS = 15 * 60;
+const ADMISSION_TTL_SECONDS = 15 * 60;
 
 export type Admission = { employerId: string; kind: string; workId: string };
 
