@@ -18,6 +18,9 @@ export type AuditEntry = { action: string; targetType: string; targetId: string;
 /** event type -> audit entry (or null when this occurrence is not auditable). */
 export type AuditMappers = Record<string, (event: RecordedEvent) => AuditEntry | null>;
 
+/** The audit target an event names in its data field `idField`, as a `targetType` of `type`. */
+export const auditTarget = (type: string, idField: string) => (event: { data: Record<string, unknown> }) => ({ targetType: type, targetId: String(event.data[idField]) });
+
 /**
  * What a capability started in one process: what it created there (`services`, which src/main.ts
  * hands to its routes and tasks), the ports of core's authentication it implements, and how to stop.

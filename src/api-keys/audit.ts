@@ -1,7 +1,7 @@
 // Audit records of API key changes.
-import type { AuditMappers } from '../capability.ts';
+import { auditTarget, type AuditMappers } from '../capability.ts';
 
-const keyTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'api_key', targetId: String(event.data.keyId) });
+const keyTarget = auditTarget('api_key', 'keyId');
 
 export const apiKeyAuditMappers: AuditMappers = {
   ApiKeyCreated: (event) => ({

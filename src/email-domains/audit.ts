@@ -1,8 +1,8 @@
 // Audit records of e-mail domain claims. The reservation events live in system streams, outside every
 // employer's audit trail.
-import type { AuditMappers } from '../capability.ts';
+import { auditTarget, type AuditMappers } from '../capability.ts';
 
-const domainTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'email_domain', targetId: String(event.data.domain) });
+const domainTarget = auditTarget('email_domain', 'domain');
 
 export const emailDomainAuditMappers: AuditMappers = {
   EmailDomainClaimed: (event) => ({ action: 'email_domain.claim', ...domainTarget(event) }),

@@ -1,8 +1,8 @@
 // Audit records of SCIM groups. Users are the tenants capability's aggregate; its audit mappers
 // record scim.user.* by the actor type.
-import type { AuditMappers } from '../capability.ts';
+import { auditTarget, type AuditMappers } from '../capability.ts';
 
-const groupTarget = (event: { data: Record<string, unknown> }) => ({ targetType: 'group', targetId: String(event.data.groupId) });
+const groupTarget = auditTarget('group', 'groupId');
 
 export const scimAuditMappers: AuditMappers = {
   GroupCreated: (event) => ({ action: 'scim.group.create', ...groupTarget(event), details: { displayName: event.data.displayName } }),
