@@ -13,7 +13,7 @@ const FLAG_PREFIX = 'employer:';
 const HALF_LIFE_MS = 30_000;
 /** graphile-worker's priority is a smallint. */
 const PRIORITY_MAX = 32_767;
-/** Employers whose count is remembered at most; the ones whose count has decayed below one are dropped first. */
+/** Employers whose count is remembered at most; past it, the one that queued least recently is forgotten. */
 const REMEMBERED_EMPLOYERS = 10_000;
 
 const recentJobs = new Map<string, { count: number; at: number }>();
@@ -23,10 +23,10 @@ export function employerJobPriority(employerId: string): number {
   const now = Date.now();
   const last = recentJobs.get(employerId);
   const before = last ? last.count * 0.5 ** ((now - last.at) / HALF_LIFE_MS) : 0;
+  // Deleted and set again, so the map's order is the order of last use: its first key is the one to forget.
+  recentJobs.delete(employerId);
   recentJobs.set(employerId, { count: before + 1, at: now });
-  if (recentJobs.size > REMEMBERED_EMPLOYERS) {
-    for (const [id, entry] of recentJobs) if (entry.count * 0.5 ** ((now - entry.at) / HALF_LIFE_MS) < 1) recentJobs.delete(id);
-  }
+  if (recentJobs.size > REMEMBERED_EMPLOYERS) recentJobs.delete(recentJobs.keys().next().value!);
   return Math.min(PRIORITY_MAX, Math.round(before));
 }
 
