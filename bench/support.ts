@@ -1,24 +1,19 @@
 // What every benchmark needs: a real Postgres of its own (embedded in a temp directory, or
 // DATABASE_URL's server with a fresh database), the service started on it, and percentile maths.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import type { Capability } from '../src/capability.ts';
 import { startService, type Role, type Service } from '../src/main.ts';
-import { SERVICE_NODE_FLAGS } from '../scripts/service-node-flags.mjs';
 import { freePort } from '../test/support/ports.ts';
 
 export { freePort };
+export { startServiceProcess, stopServiceProcess, type ServiceProcess } from '../test/support/service-process.ts';
 /** Signs in through a one-time link as a browser does (confirmation page, then its form): the session cookie. */
 export { sessionCookieOf } from '../test/support/sign-in.ts';
-
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export type BenchDatabase = { connectionUri: string; stop(): Promise<void> };
 
@@ -164,34 +159,6 @@ export async function startCpuClock(pool: pg.Pool): Promise<() => Promise<{ proc
   };
 }
 
-export type ServiceProcess = { child: ChildProcess; startupLine: string };
-
-/** Starts `serve --role <roles>` as its own OS process with the service's V8 flags, as `npm start` runs it, and resolves once it says it is running. */
-export async function startServiceProcess(roles: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'src/cli.ts', 'serve', '--role', roles], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const startupLine = await new Promise<string>((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((text) => text.startsWith('employer-integrations running'));
-      if (line) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve(line);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`serve --role ${roles} exited (${code}) before it was running: ${output}`)));
-  });
-  return { child, startupLine };
-}
-
-export async function stopServiceProcess(service: ServiceProcess): Promise<void> {
-  if (service.child.exitCode !== null) return;
-  const exited = once(service.child, 'exit');
-  service.child.kill('SIGTERM');
-  await exited;
-}
 
 /** A process's resident set size in MB, from /proc (Linux). */
 export async function residentMb(pid: number): Promise<number> {

@@ -1,12 +1,13 @@
 // `npm start -- --role worker` as a real child process, so that a test can really kill it (SIGKILL)
 // in the middle of a job and see what the next worker does.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { waitUntil, webhookEnv } from '../webhooks/helpers.ts';
+import { startServiceProcess } from './service-process.ts';
 
 /** Resolves once the worker runs on `databaseUri`; `ca` (a PEM) reaches it the production way, NODE_EXTRA_CA_CERTS. */
 export async function startWorkerProcess(databaseUri: string, options: { ca?: string } = {}): Promise<ChildProcess> {
@@ -16,13 +17,7 @@ export async function startWorkerProcess(databaseUri: string, options: { ca?: st
     extraCa.NODE_EXTRA_CA_CERTS = join(dir, 'extra-ca.pem');
     await writeFile(extraCa.NODE_EXTRA_CA_CERTS, options.ca);
   }
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve', '--role', 'worker'], {
-    env: { ...process.env, ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent', ...extraCa },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitUntil('the worker process to start', () => output.includes('employer-integrations running [worker]'));
+  const { child } = await startServiceProcess('worker', { ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent', ...extraCa });
   return child;
 }
 
