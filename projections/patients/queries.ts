@@ -88,6 +88,9 @@ function rosterSearchCondition(search: RosterSearch) {
     WHERE s.employer_id = r.employer_id AND s.resource_type = 'Patient' AND s.resource_id = r.id AND s.param = ANY(${sql.array(params, 'text')}) AND ${test})`;
 }
 
+/** The roster's order, newest first: for the columns of rosterPageQuery (its page and what is built on it). */
+export const ROSTER_ORDER = sql.fragment`created_at DESC, id DESC`;
+
 /**
  * One page of the roster, newest first: the roster's columns, with `created_at` and `cursor_at` for the
  * keyset after it. A query to run, or to build on: exports format its rows in Postgres.
@@ -98,13 +101,13 @@ export function rosterPageQuery(employerId: string, { limit, after, search }: { 
     WHERE employer_id = ${employerId} AND resource_type = 'Patient' AND NOT erased
       ${after ? sql.fragment`AND (created_at, id) < (${after.at}::timestamptz, ${after.id})` : sql.fragment``}
       ${search ? rosterSearchCondition(search) : sql.fragment``}
-    ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+    ORDER BY ${ROSTER_ORDER} LIMIT ${limit}`;
 }
 
 export async function listRoster(pool: CommonQueryMethods, employerId: string, { limit, after, search }: { limit: number; after: Keyset | null; search?: RosterSearch }) {
   const rows = await pool.any(sql.type(rosterRow)`
     SELECT id, email, first_name, last_name, birth_date, external_id, phone, created_iso, updated_iso, cursor_at
-    FROM (${rosterPageQuery(employerId, { limit: limit + 1, after, search })}) page ORDER BY created_at DESC, id DESC`);
+    FROM (${rosterPageQuery(employerId, { limit: limit + 1, after, search })}) page ORDER BY ${ROSTER_ORDER}`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.id }));
   return {
     patients: page.map((row) => ({

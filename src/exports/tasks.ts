@@ -14,7 +14,7 @@ import { assertExportAdmitted } from './admission.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles, type BulkRequest } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
 import { exportDecider } from './export.ts';
-import { rosterPageQuery } from '../../projections/patients/queries.ts';
+import { ROSTER_ORDER, rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
 import { deleteExpiredFiles, insertExport, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportKind, type ExportRow } from './store.ts';
 
@@ -60,7 +60,7 @@ async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   for (;;) {
     const from = position;
     const lines = sql.fragment`
-      SELECT row_number() OVER (ORDER BY created_at DESC, id DESC) AS ord, json_build_object('at', cursor_at, 'id', id)::text AS cursor, ${rosterCsvLine} AS line
+      SELECT row_number() OVER (ORDER BY ${ROSTER_ORDER}) AS ord, json_build_object('at', cursor_at, 'id', id)::text AS cursor, ${rosterCsvLine} AS line
       FROM (${rosterPageQuery(row.employer_id, { limit: CSV_CHUNK_ROWS, after: from.after })}) page`;
     const chunk = { fileName: CSV_FILE, seq: from.seq, lines, lineEnd: CSV_LINE_END, header: from.seq === 0 ? CSV_HEADER : undefined };
     const next = await ctx.db.slonik.transaction(async (tx) => {
