@@ -6,6 +6,7 @@ import type { JobHelpers, TaskList } from 'graphile-worker';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { handleCommand } from '../event-store/command-handler.ts';
+import { recordOnceDecider } from '../event-store/record-once.ts';
 import { tenantStream } from '../event-store/port.ts';
 import type { Keyset } from '../http/page.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers, type ProcessLease } from '../worker/lease.ts';
@@ -13,7 +14,7 @@ import { employerJobArguments } from '../worker/fair-share.ts';
 import { assertExportAdmitted } from './admission.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles, type BulkRequest } from './bulk-data.ts';
 import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
-import { exportDecider } from './export.ts';
+import type { ExportCompleted } from './events.ts';
 import { ROSTER_ORDER, rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
 import { deleteExpiredFiles, insertExport, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportKind, type ExportRow } from './store.ts';
@@ -97,10 +98,11 @@ async function runExport(ctx: AppContext, processLease: ProcessLease, job: Expor
  * receiver that downloads at once finds the file. Once per export: a retried job finds it recorded.
  */
 async function announceCompleted(ctx: AppContext, row: ExportRow, downloadUrl: string): Promise<void> {
+  const completed: ExportCompleted = { type: 'ExportCompleted', data: { exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl } };
   await handleCommand(ctx.commands, {
     streamName: tenantStream(row.employer_id, 'export', row.export_id),
-    decider: exportDecider,
-    command: { type: 'CompleteExport', exportId: row.export_id, kind: row.kind, rowCount: row.row_count, downloadUrl },
+    decider: recordOnceDecider,
+    command: { record: completed },
     context: { tenantId: row.employer_id, actor: { type: 'system', id: 'exports' }, correlationId: row.export_id },
   });
 }

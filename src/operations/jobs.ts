@@ -9,7 +9,7 @@ import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
 import { activeKeysOf } from '../../projections/api-keys/queries.ts';
 import { allEmployerIds } from '../../projections/tenants/queries.ts';
 import { ipRejectionsBetween } from './queries.ts';
-import { recordOnceDecider } from './record-once.ts';
+import { recordOnceDecider } from '../event-store/record-once.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;

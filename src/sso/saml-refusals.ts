@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { handleCommand } from '../event-store/command-handler.ts';
 import { tenantStream } from '../event-store/port.ts';
-import { recordOnceDecider } from '../operations/record-once.ts';
+import { recordOnceDecider } from '../event-store/record-once.ts';
 import { SAML_LOGIN_FAILURE_REASONS, type SamlLoginFailureReason, type SamlLoginsRefused } from './events.ts';
 
 const WINDOW_MS = 60_000;

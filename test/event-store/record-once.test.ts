@@ -2,7 +2,7 @@
 // run of that period (its stream holds the event) decides nothing.
 import { describe, it } from 'vitest';
 import type { DomainEvent } from '../../src/event-store/decider.ts';
-import { recordOnceDecider } from '../../src/operations/record-once.ts';
+import { recordOnceDecider } from '../../src/event-store/record-once.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(recordOnceDecider);
