@@ -5,7 +5,7 @@
 // pending. The pending delivery then counts until it has succeeded, failed or been cancelled.
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
-import { admit, tooManyInFlight, withdraw, type Admission } from '../worker/admission.ts';
+import { tooManyInFlight, withAdmission, type Admission } from '../worker/admission.ts';
 import { pendingRequestedDeliveries } from './deliveries.ts';
 
 export const REQUESTED_DELIVERY = 'webhook-requested-delivery';
@@ -24,13 +24,6 @@ export function requestedDeliveriesDescription(ctx: AppContext): string {
 export async function withRequestedDelivery<T>(ctx: AppContext, employerId: string, request: () => Promise<T>): Promise<T> {
   const admission: Admission = { employerId, kind: REQUESTED_DELIVERY, workId: randomUUID() };
   const limit = ctx.config.WEBHOOK_REQUESTED_DELIVERIES_MAX_IN_FLIGHT;
-  if (!(await admit(ctx.db.slonik, admission, { limit, handedOver: pendingRequestedDeliveries(employerId) }))) {
-    throw tooManyInFlight('TOO_MANY_DELIVERIES_IN_FLIGHT', 'Queued pings and redeliveries in flight', limit, RETRY_AFTER_SECONDS);
-  }
-  try {
-    return await request();
-  } catch (error) {
-    await withdraw(ctx.db.slonik, admission);
-    throw error;
-  }
+  const refusal = () => tooManyInFlight('TOO_MANY_DELIVERIES_IN_FLIGHT', 'Queued pings and redeliveries in flight', limit, RETRY_AFTER_SECONDS);
+  return withAdmission(ctx.db.slonik, admission, { limit, handedOver: pendingRequestedDeliveries(employerId), refusal }, request);
 }

@@ -68,6 +68,26 @@ export function handOverOldestTickets(employerId: ValueExpression, kind: string,
     SELECT employer_id, kind, work_id FROM work_admissions WHERE employer_id = ${employerId} AND kind = ${kind} ORDER BY admitted_at, work_id LIMIT ${count})`;
 }
 
+/**
+ * Runs `work` (the command that queues the work) under an admission ticket, refused with `refusal`
+ * when the employer's limit is reached. A `work` that fails gives its ticket back: by its id
+ * (release), or, for a kind whose work hands over (`handedOver`), by withdraw.
+ */
+export async function withAdmission<T>(
+  pool: DatabasePool,
+  admission: Admission,
+  options: { limit: number; handedOver?: FragmentSqlToken; refusal: () => DomainError },
+  work: () => Promise<T>,
+): Promise<T> {
+  if (!(await admit(pool, admission, options))) throw options.refusal();
+  try {
+    return await work();
+  } catch (error) {
+    await (options.handedOver ? withdraw : release)(pool, admission);
+    throw error;
+  }
+}
+
 /** The refusal: 429 with `code`, the limit, and Retry-After. */
 export function tooManyInFlight(code: string, what: string, limit: number, retryAfterSeconds: number): DomainError {
   return new DomainError('too_many', code, `${what}: at most ${limit} at a time per employer. Retry when one has finished (Retry-After is a hint).`, { limit, retryAfterSeconds });

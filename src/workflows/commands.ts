@@ -16,7 +16,7 @@ import { invoiceDecider } from './invoice.ts';
 import { platformTokenDecider, platformTokenStream } from './platform-token.ts';
 import { simulationDecider } from './simulation.ts';
 import { taperingDecider } from './tapering.ts';
-import { admit, release, tooManyInFlight, type Admission } from '../worker/admission.ts';
+import { tooManyInFlight, withAdmission, type Admission } from '../worker/admission.ts';
 
 const newId = (prefix: string) => `${prefix}_${randomUUID().replaceAll('-', '')}`;
 
@@ -152,21 +152,14 @@ export async function requestSimulation(ctx: AppContext, context: CommandContext
   const simulationId = newId('sim');
   const admission = simulationAdmission(employerOf(context), simulationId);
   const limit = ctx.config.SIMULATION_MAX_IN_FLIGHT;
-  if (!(await admit(ctx.db.slonik, admission, { limit }))) {
-    throw tooManyInFlight('TOO_MANY_SIMULATIONS_IN_FLIGHT', 'Simulations queued or running', limit, SIMULATION_RETRY_AFTER_SECONDS);
-  }
-  try {
-    await handleCommand(ctx.commands, {
-      streamName: simulationStream(employerOf(context), simulationId),
-      decider: simulationDecider,
-      command: { type: 'RequestSimulation', simulationId, ...input },
-      context,
-      newStream: true,
-    });
-  } catch (error) {
-    await release(ctx.db.slonik, admission);
-    throw error;
-  }
+  const refusal = () => tooManyInFlight('TOO_MANY_SIMULATIONS_IN_FLIGHT', 'Simulations queued or running', limit, SIMULATION_RETRY_AFTER_SECONDS);
+  await withAdmission(ctx.db.slonik, admission, { limit, refusal }, () => handleCommand(ctx.commands, {
+    streamName: simulationStream(employerOf(context), simulationId),
+    decider: simulationDecider,
+    command: { type: 'RequestSimulation', simulationId, ...input },
+    context,
+    newStream: true,
+  }));
   return { simulationId };
 }
 
