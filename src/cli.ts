@@ -31,7 +31,8 @@ const USAGE = `Usage: npm run cli -- <command>
 
   serve [--role all|api|worker|projections]   run the service (roles may be comma-separated)
   migrate                                    apply database migrations
-  tenants create --name <name> --admin-email <email> [--json]
+  tenants create --name <name> --admin-email <email> [--admin-first-name <name> --admin-last-name <name>] [--json]
+                                             the administrator's name (SCIM shows one derived from the e-mail without it)
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status [--json]                 each projection's position, lag and parked events
   projections retry <name>                    apply that projection's parked events again (after a fix)
@@ -58,6 +59,8 @@ async function main(argv: string[]) {
       role: { type: 'string', default: 'all' },
       name: { type: 'string' },
       'admin-email': { type: 'string' },
+      'admin-first-name': { type: 'string' },
+      'admin-last-name': { type: 'string' },
       email: { type: 'string' },
       json: { type: 'boolean', default: false },
       tenant: { type: 'string' },
@@ -91,7 +94,7 @@ async function main(argv: string[]) {
   const statementTimeout = rebuilding ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
   const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: rebuilding ? [] : ['projections'] });
   try {
-    if (command === 'tenants' && subcommand === 'create') return await createTenant(service, values.name, values['admin-email'], values.json!);
+    if (command === 'tenants' && subcommand === 'create') return await createTenant(service, { name: values.name, adminEmail: values['admin-email'], adminGivenName: values['admin-first-name'], adminFamilyName: values['admin-last-name'] }, values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
@@ -135,9 +138,18 @@ async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
-async function createTenant(service: Service, name: string | undefined, adminEmail: string | undefined, json: boolean) {
-  const input = z.object({ name: z.string().trim().min(1).max(NAME_MAX), adminEmail: z.string().trim().max(EMAIL_MAX).email() }).safeParse({ name, adminEmail });
-  if (!input.success) throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address).');
+const tenantInput = z.object({
+  name: z.string().trim().min(1).max(NAME_MAX),
+  adminEmail: z.string().trim().max(EMAIL_MAX).email(),
+  adminGivenName: z.string().trim().min(1).max(NAME_MAX).optional(),
+  adminFamilyName: z.string().trim().min(1).max(NAME_MAX).optional(),
+});
+
+async function createTenant(service: Service, options: Partial<Record<keyof z.infer<typeof tenantInput>, string>>, json: boolean) {
+  const input = tenantInput.safeParse(options);
+  if (!input.success) {
+    throw new UsageError('tenants create needs --name <name> and --admin-email <email> (a valid address); --admin-first-name and --admin-last-name, if given, are not empty.');
+  }
   const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor: SYSTEM_ACTOR }, input.data);
   const link = await issueSignInToken(service.ctx, { tenantId: employerId, actor: SYSTEM_ACTOR }, { userId: adminUserId, via: 'cli' });
   if (json) return void console.log(JSON.stringify({ employerId, adminUserId, signInUrl: link.signInUrl, signInUrlExpiresAt: link.expiresAt }));

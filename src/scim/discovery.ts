@@ -39,6 +39,8 @@ export function buildServiceProviderConfig(baseUrl: string) {
     changePassword: { supported: false },
     sort: { supported: false },
     etag: { supported: true },
+    // The API reference: every SCIM operation's rules (group members are users of this employer only, e-mail uniqueness).
+    documentationUri: new URL('/docs', baseUrl).href,
     authenticationSchemes: [
       {
         type: 'oauthbearertoken',
@@ -66,7 +68,7 @@ export function buildResourceTypes(baseUrl: string) {
   });
   return [
     resourceType('User', '/Users', 'User Account', SCIM_USER_SCHEMA),
-    resourceType('Group', '/Groups', 'Group', SCIM_GROUP_SCHEMA),
+    resourceType('Group', '/Groups', `Group. ${GROUP_MEMBERS_RULE}`, SCIM_GROUP_SCHEMA),
   ];
 }
 
@@ -103,6 +105,18 @@ function attribute(name: string, type: AttributeType, description: string, detai
   };
 }
 
+/**
+ * The sign-in address is held by one user of the whole service (a product rule: an address signs in to
+ * one employer), so a second user with it is 409 uniqueness whatever its userName.
+ */
+const EMAILS_DESCRIPTION =
+  "E-mail addresses of the user. The work (else primary, else first) address is the user's sign-in e-mail: unique across the service, " +
+  'so a user whose sign-in address another user (of this employer or another) holds is refused with 409 uniqueness.';
+
+/** Group members are users of the employer only (it protects tenants from each other's ids). */
+export const GROUP_MEMBERS_RULE =
+  'Members are users of this employer only: a request naming any other id is refused as a whole with 400 invalidValue, the unknown ids named in detail.';
+
 const USER_ATTRIBUTES: SchemaAttribute[] = [
   attribute('userName', 'string', "Unique identifier for the user within the service, typically the IdP's sign-in name. Compared case-insensitively.", {
     required: true,
@@ -115,10 +129,11 @@ const USER_ATTRIBUTES: SchemaAttribute[] = [
     ],
   }),
   attribute('displayName', 'string', 'The name of the user, suitable for display.'),
-  attribute('emails', 'complex', "E-mail addresses of the user; the work (or else primary) address is the user's sign-in e-mail.", {
+  attribute('emails', 'complex', EMAILS_DESCRIPTION, {
     multiValued: true,
+    uniqueness: 'server',
     subAttributes: [
-      attribute('value', 'string', 'E-mail address.'),
+      attribute('value', 'string', 'E-mail address; the sign-in address is unique across the service (409 uniqueness).', { uniqueness: 'server' }),
       attribute('type', 'string', 'Kind of address.', { canonicalValues: ['work', 'home', 'other'] }),
       attribute('primary', 'boolean', 'Whether this is the primary address.'),
     ],
@@ -128,7 +143,7 @@ const USER_ATTRIBUTES: SchemaAttribute[] = [
 
 const GROUP_ATTRIBUTES: SchemaAttribute[] = [
   attribute('displayName', 'string', 'Name of the group.', { required: true }),
-  attribute('members', 'complex', 'Users of the same employer belonging to the group.', {
+  attribute('members', 'complex', `Users belonging to the group. ${GROUP_MEMBERS_RULE}`, {
     multiValued: true,
     subAttributes: [attribute('value', 'string', 'Identifier of the member user.', { mutability: 'immutable', caseExact: true })],
   }),

@@ -22,16 +22,20 @@ export const USER_FILTER_ATTRIBUTES: ScimAttributeMap = {
   'meta.lastmodified': { column: 'u.updated_at', type: 'datetime' },
 };
 
+const GROUP_MEMBER_IDS: ScimAttributeMap[string] = {
+  column: sql.fragment`ARRAY(SELECT m.user_id FROM group_members m WHERE m.group_id = g.id)`,
+  type: 'string',
+  caseExact: true,
+  multiValued: true,
+};
+
 export const GROUP_FILTER_ATTRIBUTES: ScimAttributeMap = {
   id: { column: 'g.id', type: 'string', caseExact: true },
   displayname: { column: 'g.display_name', type: 'string' },
   externalid: { column: 'g.external_id', type: 'string', caseExact: true },
-  'members.value': {
-    column: sql.fragment`ARRAY(SELECT m.user_id FROM group_members m WHERE m.group_id = g.id)`,
-    type: 'string',
-    caseExact: true,
-    multiValued: true,
-  },
+  'members.value': GROUP_MEMBER_IDS,
+  // `members eq "<id>"` compares the complex attribute by its value (RFC 7643 section 2.4), as Okta and Entra ID write it.
+  members: GROUP_MEMBER_IDS,
   'meta.created': { column: 'g.created_at', type: 'datetime' },
   'meta.lastmodified': { column: 'g.updated_at', type: 'datetime' },
 };
@@ -55,12 +59,29 @@ export function scimUserDoc(row: Pick<ScimUserRow, 'user_name' | 'external_id' |
 }
 
 export function scimUserResource(row: ScimUserRow, baseUrl: string) {
+  const doc = scimUserDoc(row);
   return {
     schemas: [SCIM_USER_SCHEMA],
     id: row.id,
-    ...scimUserDoc(row),
+    ...doc,
+    name: doc.name?.givenName && doc.name.familyName ? doc.name : { ...nameFromEmail(row.email), ...doc.name },
     meta: meta('User', row, `${baseUrl}/Users/${row.id}`),
   };
+}
+
+/**
+ * The name shown for a user none was given to (an administrator from the CLI without names, a user
+ * signed in by SAML before SCIM): the words of its e-mail's local part, the first as given name, the
+ * rest (or the same word) as family name. Shown only: not stored, not filterable, and a PATCH or PUT
+ * starts from the stored document, so the IdP's first name replaces it.
+ */
+export function nameFromEmail(email: string): { givenName: string; familyName: string } {
+  const words = (email.split('@', 1)[0] ?? '')
+    .split(/[._+-]+/)
+    .filter((word) => word.length > 0)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1));
+  const [givenName = email, ...rest] = words;
+  return { givenName, familyName: rest.length > 0 ? rest.join(' ') : givenName };
 }
 
 export function scimGroupDoc(row: ScimGroupRow, members: readonly ScimGroupMemberRow[]): ScimGroupDoc {

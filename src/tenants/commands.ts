@@ -26,7 +26,7 @@ export function newEmployerId(): string {
 }
 
 /** `context` names who acts; its tenantId is not read, since the employer's id is minted here. */
-export async function createEmployer(ctx: AppContext, context: CommandContext, input: { name: string; adminEmail: string }) {
+export async function createEmployer(ctx: AppContext, context: CommandContext, input: { name: string; adminEmail: string; adminGivenName?: string | undefined; adminFamilyName?: string | undefined }) {
   const employerId = newEmployerId();
   const deps = ctx.commands;
   const employerContext: CommandContext = { ...context, tenantId: employerId };
@@ -40,7 +40,14 @@ export async function createEmployer(ctx: AppContext, context: CommandContext, i
   const admin = await registerUser(deps, employerContext, {
     employerId,
     role: 'EMPLOYER_ADMIN',
-    profile: { email: input.adminEmail, userName: input.adminEmail, givenName: null, familyName: null, displayName: null, externalId: null },
+    profile: {
+      email: input.adminEmail,
+      userName: input.adminEmail,
+      givenName: input.adminGivenName ?? null,
+      familyName: input.adminFamilyName ?? null,
+      displayName: null,
+      externalId: null,
+    },
     active: true,
     source: 'cli',
   });

@@ -11,6 +11,7 @@ import type { ScimRateLimiter } from '../rate-limit.ts';
 import { createScimWriter } from '../read-your-writes.ts';
 import { discoveryRoutes } from './discovery.ts';
 import { groupRoutes } from './groups.ts';
+import { rootSearchRoutes } from './search.ts';
 import { SCIM_CONTENT_TYPE, SCIM_PATH, scimErrorShape, scimRouteDefiner } from './scim-route.ts';
 import { userRoutes } from './users.ts';
 
@@ -27,6 +28,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     discoveryRoutes(routes);
     userRoutes(routes);
     groupRoutes(routes);
+    rootSearchRoutes(routes);
 
     // Anything else under the SCIM base answers in the SCIM envelope too (after authentication).
     fastify.route({

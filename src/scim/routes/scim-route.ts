@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
 import { DomainError } from '../../event-store/decider.ts';
 import { kindOfStatus, type ErrorShape, type ServiceError } from '../../http/errors.ts';
-import { SCIM_QUERY_MAX } from '../../http/limits.ts';
+import { SCIM_PATCH_SCHEMAS_MAX, SCIM_QUERY_MAX, URL_MAX } from '../../http/limits.ts';
 import { defineRoute, type RouteDefinition } from '../../http/route.ts';
 import type { ListQuery } from '../../../projections/scim-list-page.ts';
 import { attributeListSchema } from '../attributes.ts';
@@ -98,6 +98,28 @@ export function readModelQuery(query: z.infer<typeof listQuery>, attributes: Sci
     count: Math.min(query.count, SCIM_MAX_RESULTS),
   };
 }
+
+export const SCIM_SEARCH_REQUEST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
+
+/** Names in a search request's attribute lists: the joined list is bounded like the query parameter. */
+const attributeNames = z.array(z.string().max(SCIM_QUERY_MAX)).max(100).transform((names) => names.join(','));
+
+/**
+ * The body of POST .search (RFC 7644 section 3.4.3): the list query's parameters, `attributes` and
+ * `excludedAttributes` as arrays of names; read into the same list query a GET takes.
+ */
+export const searchRequestSchema = z.object({
+  schemas: z.array(z.string().max(URL_MAX)).max(SCIM_PATCH_SCHEMAS_MAX).refine((schemas) => schemas.includes(SCIM_SEARCH_REQUEST_SCHEMA), {
+    message: `schemas must contain ${SCIM_SEARCH_REQUEST_SCHEMA}`,
+  }),
+  filter: listQuery.shape.filter,
+  startIndex: z.number().int().default(1),
+  count: z.number().int().default(SCIM_MAX_RESULTS),
+  attributes: attributeNames.pipe(attributeListSchema).optional(),
+  excludedAttributes: attributeNames.pipe(attributeListSchema).optional(),
+});
+export type ListRequest = z.infer<typeof listQuery>;
+
 export const selectionQuery = listQuery.pick({ attributes: true, excludedAttributes: true });
 export type AttributeSelection = z.infer<typeof selectionQuery>;
 
@@ -114,6 +136,17 @@ export function ifMatchOf(request: FastifyRequest): IfMatch {
   if (header === undefined || header.trim() === '*') return undefined;
   const revisions = header.split(',').map((tag) => tag.trim().replace(/^W\//, ''));
   return (revision) => revisions.includes(etagOf(Number(revision)).slice(2));
+}
+
+/**
+ * If-None-Match (RFC 7644 section 3.14, RFC 9110 section 13.1.2) on a GET: true when it names the
+ * resource's current version (or is *), which then answers 304 without a body.
+ */
+export function isNotModified(request: FastifyRequest, version: number): boolean {
+  const header = request.headers['if-none-match'];
+  if (request.method !== 'GET' || header === undefined) return false;
+  const current = etagOf(version).slice(2);
+  return header.split(',').some((tag) => tag.trim() === '*' || tag.trim().replace(/^W\//, '') === current);
 }
 
 export function notFound(resourceType: 'User' | 'Group', id: string): ScimError {

@@ -1,27 +1,38 @@
 // SCIM Users (RFC 7644 section 3): the employer's users, provisioned, replaced, patched and deleted.
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { AppContext } from '../../app-context.ts';
 import { ID_MAX } from '../../http/limits.ts';
+import type { ListQuery } from '../../../projections/scim-list-page.ts';
 import { findScimUser, listScimUsers, type ScimUserRow } from '../../../projections/tenants/queries.ts';
 import { parseScimUser, scimUserSchema, selectAttributes } from '../attributes.ts';
-import { deleteScimUser, provisionScimUser, updateScimUser, type ScimCaller } from '../commands.ts';
+import { deleteScimUser, provisionScimUser, updateScimUser } from '../commands.ts';
 import { scimListResponse } from '../discovery.ts';
 import { applyUserPatch, scimPatchRequestSchema } from '../patch.ts';
 import { etagOf, scimUserResource, USER_FILTER_ATTRIBUTES } from '../resources.ts';
 import {
   callerOf,
   ifMatchOf,
+  isNotModified,
   listQuery,
   notFound,
   readModelQuery,
   SCIM_CONTENT_TYPE,
   selectionQuery,
+  searchRequestSchema,
   send,
   type AttributeSelection,
+  type ListRequest,
   type ScimRouting,
 } from './scim-route.ts';
 
 const userParams = z.object({ userId: z.string().min(1).max(ID_MAX) });
+
+/** One page of users as SCIM resources (GET /Users, POST /Users/.search, POST /.search). */
+export async function scimUserPage(ctx: AppContext, baseUrl: string, employerId: string, query: ListQuery, selection: AttributeSelection) {
+  const page = await listScimUsers(ctx.db.slonik, employerId, query);
+  return { ...page, resources: page.rows.map((row) => selectAttributes(scimUserResource(row, baseUrl), selection)) };
+}
 
 export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
   const sendUser = (reply: FastifyReply, status: number, row: ScimUserRow, selection: AttributeSelection) => {
@@ -29,10 +40,15 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
     if (status === 201) reply.header('location', `${baseUrl}/Users/${row.id}`);
     return send(reply, status, selectAttributes(scimUserResource(row, baseUrl), selection));
   };
-  const userResponse = async (reply: FastifyReply, status: number, caller: ScimCaller, userId: string, selection: AttributeSelection) => {
-    const row = await findScimUser(ctx.db.slonik, caller.employerId, userId);
+  const userResponse = async (reply: FastifyReply, status: number, request: FastifyRequest, userId: string, selection: AttributeSelection) => {
+    const row = await findScimUser(ctx.db.slonik, callerOf(request).employerId, userId);
     if (!row) throw notFound('User', userId);
+    if (isNotModified(request, row.version)) return reply.status(304).header('etag', etagOf(row.version)).send();
     return sendUser(reply, status, row, selection);
+  };
+  const userList = async (reply: FastifyReply, request: FastifyRequest, list: ListRequest) => {
+    const page = await scimUserPage(ctx, baseUrl, callerOf(request).employerId, readModelQuery(list, USER_FILTER_ATTRIBUTES), list);
+    return send(reply, 200, scimListResponse(page.resources, page));
   };
 
   route({
@@ -40,11 +56,14 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
     url: '/Users',
     summary: 'List users of the employer, with filter, startIndex/count paging and attribute selection',
     querystring: listQuery,
-    handler: async ({ query, request, reply }) => {
-      const page = await listScimUsers(ctx.db.slonik, callerOf(request).employerId, readModelQuery(query, USER_FILTER_ATTRIBUTES));
-      const resources = page.rows.map((row) => selectAttributes(scimUserResource(row, baseUrl), query));
-      return send(reply, 200, scimListResponse(resources, page));
-    },
+    handler: async ({ query, request, reply }) => userList(reply, request, query),
+  });
+  route({
+    method: 'POST',
+    url: '/Users/.search',
+    summary: 'List users as GET /Users does, the query in a SearchRequest body (RFC 7644 section 3.4.3)',
+    body: searchRequestSchema,
+    handler: async ({ body, request, reply }) => userList(reply, request, body),
   });
   route({
     method: 'POST',
@@ -65,7 +84,7 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
     summary: 'One user (deactivated users too; users deleted through SCIM are 404)',
     params: userParams,
     querystring: selectionQuery,
-    handler: async ({ params, query, request, reply }) => userResponse(reply, 200, callerOf(request), params.userId, query),
+    handler: async ({ params, query, request, reply }) => userResponse(reply, 200, request, params.userId, query),
   });
   route({
     method: 'PUT',
@@ -76,7 +95,7 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
     querystring: selectionQuery,
     handler: async ({ params, query, request, reply }) => {
       await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), () => parseScimUser(request.body));
-      return userResponse(reply, 200, callerOf(request), params.userId, query);
+      return userResponse(reply, 200, request, params.userId, query);
     },
   });
   route({
@@ -88,7 +107,7 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
     querystring: selectionQuery,
     handler: async ({ params, query, request, reply }) => {
       await updateScimUser(ctx, writer, callerOf(request), params.userId, ifMatchOf(request), (doc) => applyUserPatch(doc, request.body));
-      return userResponse(reply, 200, callerOf(request), params.userId, query);
+      return userResponse(reply, 200, request, params.userId, query);
     },
   });
   route({
