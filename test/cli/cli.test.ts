@@ -23,7 +23,7 @@ describe('cli', () => {
   const cli = (...args: string[]) => run(process.execPath, ['src/cli.ts', ...args], { env, cwd: process.cwd() });
 
   it('creates a tenant, issues sign-in links, replays the tenant\'s events and reports projections', async () => {
-    const created = JSON.parse((await cli('tenants', 'create', '--name', 'Acme', '--admin-email', 'admin@acme.test', '--json')).stdout);
+    const created = JSON.parse((await cli('tenants', 'create', '--name', 'Acme', '--admin-email', 'admin@acme.test', '--admin-first-name', 'Ada', '--admin-last-name', 'Admin', '--json')).stdout);
     expect(created.employerId).toMatch(/^emp_/);
     expect(created.signInUrl).toMatch(/^http:\/\/127\.0\.0\.1:9\/api\/auth\/signin\?token=/);
 
@@ -67,5 +67,8 @@ describe('cli', () => {
     const failure = await cli('tenants', 'create', '--name', 'NoEmail').catch((error) => error);
     expect(failure.code).toBe(2);
     expect(failure.stderr).toMatch(/--admin-email/);
+    const emptyName = await cli('tenants', 'create', '--name', 'Named', '--admin-email', 'named@acme.test', '--admin-first-name', ' ').catch((error) => error);
+    expect(emptyName.code).toBe(2);
+    expect(emptyName.stderr).toMatch(/--admin-first-name/);
   });
 });

@@ -45,7 +45,8 @@ describe('SCIM writes are atomic', () => {
     expect(await userEvents(tenant.employerId, tenant.adminUserId)).toEqual(before);
     const admin = await tenant.scim.request('GET', `/Users/${tenant.adminUserId}`);
     expect(admin.body).toMatchObject({ active: true });
-    expect(admin.body.name?.givenName).toBeUndefined();
+    // Still the name derived from the e-mail (src/scim/resources.ts): the given name was not written.
+    expect(admin.body.name.givenName).not.toBe('Changed');
     expect((await probe(rawKey)).status).toBe(200);
   });
 

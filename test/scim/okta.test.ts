@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.ts';
-import { filterPath, GROUP_SCHEMA, PATCH_OP, scimTenant, USER_SCHEMA, type ScimClient } from './scim-client.ts';
+import { createEmployer } from '../../src/tenants/commands.ts';
+import { enableScim, filterPath, GROUP_SCHEMA, PATCH_OP, scimClient, scimTenant, USER_SCHEMA, type ScimClient } from './scim-client.ts';
 
 describe('Okta provisioning sequence', () => {
   let service: TestService;
@@ -141,5 +142,116 @@ describe('Okta provisioning sequence', () => {
     expect(deleted.status).toBe(204);
     expect((await scim.request('GET', `/Groups/${groupId}`)).status).toBe(404);
     expect((await scim.request('GET', filterPath('Groups', `members.value eq "${two}"`))).body.totalResults).toBe(0);
+  });
+});
+
+// Okta's "SCIM 2.0 SPEC Test" (its Runscope suite), step by step with its assertions, against a fresh
+// tenant: the first user is the administrator `tenants create` made, without a name.
+describe('Okta SCIM 2.0 SPEC Test on a fresh tenant', () => {
+  let service: TestService;
+  let scim: ScimClient;
+  let adminUserId: string;
+  beforeAll(async () => {
+    service = await startTestService();
+    ({ scim, adminUserId } = await scimTenant(service));
+  });
+  afterAll(async () => service?.stop());
+
+  const LIST_RESPONSE = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+  const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+  it('passes every required step', async () => {
+    // Required Test: Test Users endpoint
+    const users = await scim.request('GET', '/Users?count=1&startIndex=1');
+    expect(users.status).toBe(200);
+    expect(users.body.Resources).toHaveLength(1);
+    expect(users.body.schemas).toContain(LIST_RESPONSE);
+    for (const field of ['itemsPerPage', 'startIndex', 'totalResults']) expect(typeof users.body[field]).toBe('number');
+    const first = users.body.Resources[0];
+    expect(first.id).toBe(adminUserId);
+    // The administrator has no name: shown with the one its e-mail gives (admin-<suffix>@example.test).
+    expect(first.name.givenName).toBe('Admin');
+    expect(first.name.familyName).toEqual(expect.any(String));
+    expect(first.userName).toEqual(expect.any(String));
+    expect(first.active).toBe(true);
+    expect(first.emails[0].value).toEqual(expect.any(String));
+
+    // Required Test: Get Users/{{id}}
+    const isvUser = await scim.request('GET', `/Users/${first.id}`);
+    expect(isvUser.status).toBe(200);
+    expect(isvUser.body).toMatchObject({ id: first.id, name: first.name, userName: first.userName, active: true, emails: [{ value: first.emails[0].value }] });
+
+    // Required Test: Test invalid User by username
+    const invalidByName = await scim.request('GET', filterPath('Users', 'userName eq "abcdefgh@atko.com"'));
+    expect(invalidByName.status).toBe(200);
+    expect(invalidByName.body.schemas).toContain(LIST_RESPONSE);
+    expect(invalidByName.body.totalResults).toBe(0);
+
+    // Required Test: Test invalid User by ID
+    const invalidById = await scim.request('GET', `/Users/${randomUUID()}`);
+    expect(invalidById.status).toBe(404);
+    expect(invalidById.body.schemas).toContain(ERROR);
+    expect(invalidById.body.detail).toEqual(expect.any(String));
+
+    // Required Test: Make sure random user doesn't exist
+    const suffix = randomUUID().slice(0, 8);
+    const userName = `Runscope${suffix}Fuhpfuwaw@atko.com`;
+    const random = await scim.request('GET', filterPath('Users', `userName eq "${userName}"`));
+    expect(random.status).toBe(200);
+    expect(random.body.totalResults).toBe(0);
+
+    // Required Test: Create Okta user with realistic values
+    const realistic = {
+      schemas: [USER_SCHEMA],
+      userName,
+      name: { givenName: `Runscope${suffix}`, familyName: 'Fuhpfuwaw' },
+      emails: [{ primary: true, value: userName, type: 'work' }],
+      displayName: `Runscope${suffix} Fuhpfuwaw`,
+      active: true,
+    };
+    const created = await scim.request('POST', '/Users', realistic);
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ active: true, name: realistic.name, userName, schemas: [USER_SCHEMA] });
+    expect(created.body.id).toEqual(expect.any(String));
+
+    // Required Test: Verify that user was created
+    const verified = await scim.request('GET', `/Users/${created.body.id}`);
+    expect(verified.status).toBe(200);
+    expect(verified.body).toMatchObject({ userName, name: realistic.name, emails: [{ value: created.body.emails[0].value }] });
+
+    // Required Test: Expect failure when recreating user with same values
+    const again = await scim.request('POST', '/Users', realistic);
+    expect(again.status).toBe(409);
+    expect(again.body.schemas).toContain(ERROR);
+
+    // Required Test: Username Case Sensitivity Check
+    const caps = await scim.request('GET', filterPath('Users', `userName eq "${userName.toUpperCase()}"`));
+    expect(caps.status).toBe(200);
+    expect(caps.body.totalResults).toBe(1);
+
+    // Optional Test: Verify Groups endpoint
+    const groups = await scim.request('GET', '/Groups?count=1&startIndex=1');
+    expect(groups.status).toBe(200);
+    expect(groups.body.schemas).toContain(LIST_RESPONSE);
+    expect(Array.isArray(groups.body.Resources)).toBe(true);
+
+    // Required Test: Check status 401
+    const unauthorised = await scimClient(service, 'not-a-token').request('GET', '/Users?count=1&startIndex=1');
+    expect(unauthorised.status).toBe(401);
+    expect(unauthorised.body.schemas).toContain(ERROR);
+  });
+
+  it('shows the names `tenants create` was given (--admin-first-name, --admin-last-name)', async () => {
+    const adminEmail = `named.${randomUUID()}@example.test`;
+    const { employerId, adminUserId: named } = await createEmployer(service.ctx, { tenantId: null, actor: { type: 'system', id: 'test' } }, {
+      name: 'Named Co', adminEmail, adminGivenName: 'Grace', adminFamilyName: 'Hopper',
+    });
+    const cookie = await service.signIn(employerId, named);
+    const token = await enableScim(service, { cookie });
+    const user = await scimClient(service, token).request('GET', `/Users/${named}`);
+    expect(user.body.name).toEqual({ givenName: 'Grace', familyName: 'Hopper' });
+    // A name is searchable once it is stored.
+    const found = await scimClient(service, token).request('GET', filterPath('Users', 'name.familyName eq "Hopper"'));
+    expect(found.body.Resources.map((resource: { id: string }) => resource.id)).toEqual([named]);
   });
 });
