@@ -6,8 +6,8 @@ import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { dataKeys } from '../../src/crypto/personal-data.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
-import { openProfileFields, type EmployerCreated, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
-import { erasedProfile, registeredUserRow, scimEmails, workEmail } from './rows.ts';
+import { openProfileFields, type EmployerCreated, type ScimProfileAttributes, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
+import { erasedProfile, registeredUserRow, scimAttributesOf, scimEmails, workEmail } from './rows.ts';
 
 type Keys = Map<string, KeyObject | null>;
 
@@ -70,12 +70,12 @@ async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent
   });
   await tx.query(sql.unsafe`
     INSERT INTO users (id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
-                       created_at, updated_at, emails, work_email)
+                       created_at, updated_at, emails, work_email, scim_attributes)
     SELECT id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
-           created_at, updated_at, emails, work_email
+           created_at, updated_at, emails, work_email, scim_attributes
     FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, employer_id text, email text, role text, user_name text, given_name text,
       family_name text, display_name text, external_id text, active boolean, source text, version bigint, created_at timestamptz,
-      updated_at timestamptz, emails jsonb, work_email text)`);
+      updated_at timestamptz, emails jsonb, work_email text, scim_attributes jsonb)`);
 }
 
 async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | UserEvent>, keys: Keys) {
@@ -89,6 +89,7 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
         set('email', c.email), set('user_name', c.userName), set('given_name', c.givenName),
         set('family_name', c.familyName), set('display_name', c.displayName), set('external_id', c.externalId),
         ...emailListAssignments(c.emails, c.email),
+        scimAttributesAssignment(scimAttributesOf(c)),
       ].filter((fragment) => fragment !== null);
       await tx.query(sql.unsafe`
         UPDATE users SET ${sql.join([...assignments, sql.fragment`version = ${event.streamRevision.toString()}::bigint`, sql.fragment`updated_at = ${at}`], sql.fragment`, `)}
@@ -110,6 +111,11 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
       await tx.query(sql.unsafe`UPDATE users SET version = ${event.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);
       break;
   }
+}
+
+/** The SCIM attributes an update gives replace those kept; a cleared one is kept as null. */
+function scimAttributesAssignment(changed: ScimProfileAttributes) {
+  return Object.keys(changed).length === 0 ? null : sql.fragment`scim_attributes = scim_attributes || ${sql.jsonb(changed)}`;
 }
 
 function emailListAssignments(emails: UserEmail[] | undefined, email: string | undefined) {

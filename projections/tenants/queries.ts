@@ -4,7 +4,7 @@
 // can see (a SCIM filter arrives already translated to SQL on the alias `u`).
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { userEmail } from '../../src/tenants/events.ts';
+import { scimProfileAttributesSchema, userEmail } from '../../src/tenants/events.ts';
 import { listPage, type ListQuery, type Page } from '../scim-list-page.ts';
 
 const userRow = z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() });
@@ -47,6 +47,7 @@ const scimUserRow = z.object({
   external_id: z.string().nullable(),
   email: z.string(),
   emails: z.array(userEmail),
+  scim_attributes: scimProfileAttributesSchema,
   active: z.boolean(),
   version: z.coerce.number(),
   created_at: z.string(),
@@ -55,7 +56,7 @@ const scimUserRow = z.object({
 export type ScimUserRow = z.infer<typeof scimUserRow>;
 
 const USER_COLUMNS = sql.fragment`u.id, u.user_name, u.given_name, u.family_name, u.display_name, u.external_id, u.email, u.emails,
-  u.active, u.version, u.created_at, u.updated_at`;
+  u.scim_attributes, u.active, u.version, u.created_at, u.updated_at`;
 
 /** Users SCIM can see: every user of the employer except those deleted through SCIM. */
 export const scimVisibleUsers = (employerId: string) => sql.fragment`u.employer_id = ${employerId} AND NOT u.scim_deleted`;

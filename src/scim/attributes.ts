@@ -8,15 +8,43 @@ import { ScimError } from './errors.ts';
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const SCIM_GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 
+export const SCIM_ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
 export type ScimEmail = { value: string; type?: string; primary?: boolean };
-export type ScimName = { givenName?: string; familyName?: string };
+export type ScimName = { givenName?: string; familyName?: string; middleName?: string; formatted?: string };
+export type ScimPhoneNumber = ScimEmail;
+export type ScimAddress = {
+  formatted?: string;
+  streetAddress?: string;
+  locality?: string;
+  region?: string;
+  postalCode?: string;
+  country?: string;
+  type?: string;
+  primary?: boolean;
+};
+export type ScimEnterpriseUser = {
+  employeeNumber?: string;
+  costCenter?: string;
+  organization?: string;
+  division?: string;
+  department?: string;
+  manager?: { value?: string; displayName?: string };
+};
 export type ScimUserDoc = {
   userName: string;
   externalId?: string;
   active: boolean;
   displayName?: string;
   name?: ScimName;
+  title?: string;
+  preferredLanguage?: string;
+  locale?: string;
+  timezone?: string;
   emails: ScimEmail[];
+  phoneNumbers?: ScimPhoneNumber[];
+  addresses?: ScimAddress[];
+  [SCIM_ENTERPRISE_USER_SCHEMA]?: ScimEnterpriseUser;
 };
 export type ScimGroupMember = { value: string };
 export type ScimGroupDoc = { displayName: string; externalId?: string; members: ScimGroupMember[] };
@@ -43,11 +71,63 @@ const emailSchema = z.object({
   primary: scimBooleanSchema.optional(),
 });
 
-const nameSchema = z.object({ givenName: optionalString(NAME_MAX), familyName: optionalString(NAME_MAX) });
+const nameSchema = z.object({
+  givenName: optionalString(NAME_MAX),
+  familyName: optionalString(NAME_MAX),
+  middleName: optionalString(NAME_MAX),
+  formatted: optionalString(SCIM_TEXT_MAX),
+});
+
+const phoneNumberSchema = z.object({
+  value: z.string().trim().min(1).max(SCIM_TEXT_MAX),
+  type: optionalString(CODE_MAX),
+  primary: scimBooleanSchema.optional(),
+});
+
+const addressSchema = z
+  .object({
+    formatted: optionalString(SCIM_TEXT_MAX),
+    streetAddress: optionalString(SCIM_TEXT_MAX),
+    locality: optionalString(SCIM_TEXT_MAX),
+    region: optionalString(SCIM_TEXT_MAX),
+    postalCode: optionalString(CODE_MAX),
+    country: optionalString(CODE_MAX),
+    type: optionalString(CODE_MAX),
+    primary: scimBooleanSchema.optional(),
+  })
+  .transform((address): ScimAddress => withoutUndefined(address));
+
+/** A multi-valued complex attribute: at most `max` values; none (absent, null, empty) is unassigned. */
+const multiValued = <T extends z.ZodType>(value: T, max: number) =>
+  z
+    .array(value)
+    .max(max)
+    .nullish()
+    .transform((values): z.infer<T>[] | undefined => (values && values.length > 0 ? values : undefined));
+
+/** The manager as a reference (RFC 7643 4.3); Entra ID sends the manager's id as a bare string too. */
+const managerSchema = z.preprocess(
+  (manager) => (typeof manager === 'string' ? { value: manager } : manager),
+  z.object({ value: optionalString(SCIM_TEXT_MAX), displayName: optionalString(SCIM_TEXT_MAX) }),
+);
+
+const enterpriseUserSchema = z
+  .object({
+    employeeNumber: optionalString(SCIM_TEXT_MAX),
+    costCenter: optionalString(SCIM_TEXT_MAX),
+    organization: optionalString(SCIM_TEXT_MAX),
+    division: optionalString(SCIM_TEXT_MAX),
+    department: optionalString(SCIM_TEXT_MAX),
+    manager: managerSchema.nullish().transform((manager) => (manager?.value || manager?.displayName ? withoutUndefined(manager) : undefined)),
+  })
+  .transform((extension): ScimEnterpriseUser | undefined => {
+    const kept = withoutUndefined(extension);
+    return Object.keys(kept).length > 0 ? kept : undefined;
+  });
 
 /**
  * A User from a POST or PUT body (Okta, Entra ID) or a PATCH result. Attributes the service does not
- * keep (password, title, addresses, the enterprise extension, id, meta, ...) are dropped, not refused.
+ * keep (password, nickName, profileUrl, photos, ims, roles, groups, id, meta, ...) are dropped, not refused.
  */
 export const scimUserSchema = z
   .object({
@@ -55,7 +135,17 @@ export const scimUserSchema = z
     externalId: optionalString(SCIM_TEXT_MAX),
     active: scimBooleanSchema.default(true),
     displayName: optionalString(SCIM_TEXT_MAX),
-    name: nameSchema.nullish().transform((value) => value ?? undefined),
+    name: nameSchema.nullish().transform((value) => {
+      const name = value ? withoutUndefined(value) : {};
+      return Object.keys(name).length > 0 ? name : undefined;
+    }),
+    title: optionalString(SCIM_TEXT_MAX),
+    preferredLanguage: optionalString(CODE_MAX),
+    locale: optionalString(CODE_MAX),
+    timezone: optionalString(CODE_MAX),
+    phoneNumbers: multiValued(phoneNumberSchema, SCIM_EMAILS_MAX),
+    addresses: multiValued(addressSchema, SCIM_EMAILS_MAX),
+    [SCIM_ENTERPRISE_USER_SCHEMA]: enterpriseUserSchema.nullish().transform((value) => value ?? undefined),
     // An e-mail whose value was removed (PATCH remove emails[type eq "work"].value) is no e-mail.
     emails: z
       .preprocess(

@@ -4,14 +4,14 @@
 // Each function returns once SCIM's read models show its writes (read-your-writes.ts).
 import { randomUUID } from 'node:crypto';
 import { isUserNameTaken, unknownUserIds, type ScimUserRow } from '../../projections/tenants/queries.ts';
-import { registeredUserRow, scimEmails } from '../../projections/tenants/rows.ts';
+import { registeredUserRow, scimAttributesOf, scimEmails } from '../../projections/tenants/rows.ts';
 import type { AppContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
 import { changeUser, registerUser, type ExistingUser, type UserTarget } from '../tenants/commands.ts';
 import type { UserProfile } from '../tenants/events.ts';
-import type { ScimGroupDoc, ScimUserDoc } from './attributes.ts';
+import { SCIM_ENTERPRISE_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
 import { ScimError } from './errors.ts';
 import { groupDecider, groupStream, type GroupCommand } from './group.ts';
 import type { ScimWriter } from './read-your-writes.ts';
@@ -111,6 +111,7 @@ function scimDocOf(user: ExistingUser): ScimUserDoc {
     given_name: profile.givenName,
     family_name: profile.familyName,
     emails: scimEmails(profile.emails, profile.email),
+    scim_attributes: scimAttributesOf(profile),
   });
 }
 
@@ -201,6 +202,16 @@ function profileOf(doc: ScimUserDoc): UserProfile {
     displayName: doc.displayName ?? null,
     externalId: doc.externalId ?? null,
     emails: doc.emails.map((email) => ({ ...email })),
+    // Every kept attribute is named (null when absent), so a PUT without it clears it.
+    middleName: doc.name?.middleName ?? null,
+    formattedName: doc.name?.formatted ?? null,
+    title: doc.title ?? null,
+    preferredLanguage: doc.preferredLanguage ?? null,
+    locale: doc.locale ?? null,
+    timezone: doc.timezone ?? null,
+    phoneNumbers: doc.phoneNumbers ?? null,
+    addresses: doc.addresses ?? null,
+    enterprise: doc[SCIM_ENTERPRISE_USER_SCHEMA] ?? null,
   };
 }
 

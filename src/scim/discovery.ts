@@ -1,7 +1,7 @@
 // SCIM discovery documents (RFC 7643 sections 5-8, RFC 7644 section 4): what this service really
 // supports, for IdPs that read them (Entra ID reads /Schemas when an administrator saves its settings).
 // `baseUrl` is the SCIM base, e.g. https://host/api/scim/v2, without a trailing slash.
-import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA } from './attributes.ts';
+import { SCIM_ENTERPRISE_USER_SCHEMA, SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA } from './attributes.ts';
 
 export const SCIM_LIST_RESPONSE_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 export const SCIM_SERVICE_PROVIDER_CONFIG_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
@@ -56,18 +56,18 @@ export function buildServiceProviderConfig(baseUrl: string) {
 
 export function buildResourceTypes(baseUrl: string) {
   const base = trimSlash(baseUrl);
-  const resourceType = (id: 'User' | 'Group', endpoint: string, description: string, schema: string) => ({
+  const resourceType = (id: 'User' | 'Group', endpoint: string, description: string, schema: string, extensions: string[] = []) => ({
     schemas: [SCIM_RESOURCE_TYPE_SCHEMA],
     id,
     name: id,
     endpoint,
     description,
     schema,
-    schemaExtensions: [],
+    schemaExtensions: extensions.map((extension) => ({ schema: extension, required: false })),
     meta: { resourceType: 'ResourceType', location: `${base}/ResourceTypes/${id}` },
   });
   return [
-    resourceType('User', '/Users', 'User Account', SCIM_USER_SCHEMA),
+    resourceType('User', '/Users', 'User Account', SCIM_USER_SCHEMA, [SCIM_ENTERPRISE_USER_SCHEMA]),
     resourceType('Group', '/Groups', `Group. ${GROUP_MEMBERS_RULE}`, SCIM_GROUP_SCHEMA),
   ];
 }
@@ -122,13 +122,19 @@ const USER_ATTRIBUTES: SchemaAttribute[] = [
     required: true,
     uniqueness: 'server',
   }),
-  attribute('name', 'complex', "The components of the user's name.", {
+  attribute('name', 'complex', "The components of the user's name. A user given none is shown with one derived from its e-mail address, until one is set.", {
     subAttributes: [
+      attribute('formatted', 'string', 'The full name, formatted for display.'),
       attribute('givenName', 'string', 'Given name (first name).'),
+      attribute('middleName', 'string', 'Middle name(s).'),
       attribute('familyName', 'string', 'Family name (last name).'),
     ],
   }),
   attribute('displayName', 'string', 'The name of the user, suitable for display.'),
+  attribute('title', 'string', "The user's title, such as Vice President."),
+  attribute('preferredLanguage', 'string', "The user's preferred written or spoken language (RFC 7231 Accept-Language), such as en-US."),
+  attribute('locale', 'string', "The user's default location for localisation (a language tag), such as en-US."),
+  attribute('timezone', 'string', "The user's time zone in the IANA database, such as Europe/Paris."),
   attribute('emails', 'complex', EMAILS_DESCRIPTION, {
     multiValued: true,
     uniqueness: 'server',
@@ -138,7 +144,42 @@ const USER_ATTRIBUTES: SchemaAttribute[] = [
       attribute('primary', 'boolean', 'Whether this is the primary address.'),
     ],
   }),
+  attribute('phoneNumbers', 'complex', 'Phone numbers of the user.', {
+    multiValued: true,
+    subAttributes: [
+      attribute('value', 'string', 'Phone number.'),
+      attribute('type', 'string', 'Kind of number.', { canonicalValues: ['work', 'home', 'mobile', 'fax', 'pager', 'other'] }),
+      attribute('primary', 'boolean', 'Whether this is the primary number.'),
+    ],
+  }),
+  attribute('addresses', 'complex', 'Physical mailing addresses of the user.', {
+    multiValued: true,
+    subAttributes: [
+      attribute('formatted', 'string', 'The full address, formatted for display.'),
+      attribute('streetAddress', 'string', 'Street address.'),
+      attribute('locality', 'string', 'City or locality.'),
+      attribute('region', 'string', 'State or region.'),
+      attribute('postalCode', 'string', 'Postal code.'),
+      attribute('country', 'string', 'Country (ISO 3166-1 alpha-2).'),
+      attribute('type', 'string', 'Kind of address.', { canonicalValues: ['work', 'home', 'other'] }),
+      attribute('primary', 'boolean', 'Whether this is the primary address.'),
+    ],
+  }),
   attribute('active', 'boolean', 'Whether the user may sign in; false deactivates the user.'),
+];
+
+const ENTERPRISE_USER_ATTRIBUTES: SchemaAttribute[] = [
+  attribute('employeeNumber', 'string', 'Numeric or alphanumeric identifier assigned to the person by the organisation.'),
+  attribute('costCenter', 'string', 'Name of a cost center.'),
+  attribute('organization', 'string', 'Name of an organisation.'),
+  attribute('division', 'string', 'Name of a division.'),
+  attribute('department', 'string', 'Name of a department.'),
+  attribute('manager', 'complex', "The user's manager, as the identity provider knows it (its id there is kept as sent).", {
+    subAttributes: [
+      attribute('value', 'string', "The id of the user's manager."),
+      attribute('displayName', 'string', "The manager's display name.", { mutability: 'readOnly' }),
+    ],
+  }),
 ];
 
 const GROUP_ATTRIBUTES: SchemaAttribute[] = [
@@ -162,6 +203,7 @@ export function buildSchemas(baseUrl: string) {
   return [
     schema(SCIM_USER_SCHEMA, 'User', 'User Account', USER_ATTRIBUTES),
     schema(SCIM_GROUP_SCHEMA, 'Group', 'Group', GROUP_ATTRIBUTES),
+    schema(SCIM_ENTERPRISE_USER_SCHEMA, 'EnterpriseUser', 'Enterprise User', ENTERPRISE_USER_ATTRIBUTES),
   ];
 }
 

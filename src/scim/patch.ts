@@ -84,7 +84,11 @@ const READ_ONLY = new Set(['id', 'meta', 'schemas']);
 
 /** Canonical spelling of the attribute names this service keeps; SCIM names are case-insensitive. */
 const CANONICAL_NAMES = new Map(
-  ['userName', 'externalId', 'active', 'displayName', 'name', 'givenName', 'familyName', 'emails', 'value', 'type', 'primary', 'members'].map(
+  [
+    'userName', 'externalId', 'active', 'displayName', 'name', 'givenName', 'familyName', 'middleName', 'formatted', 'emails', 'value', 'type',
+    'primary', 'members', 'title', 'preferredLanguage', 'locale', 'timezone', 'phoneNumbers', 'addresses', 'streetAddress', 'locality',
+    'region', 'postalCode', 'country', 'employeeNumber', 'costCenter', 'organization', 'division', 'department', 'manager',
+  ].map(
     (name) => [name.toLowerCase(), name],
   ),
 );
@@ -142,6 +146,8 @@ function normaliseValue(attributeName: string, value: unknown): unknown {
     if (typeof boolean !== 'boolean') throw new ScimError(400, 'invalidValue', `${attributeName} must be true or false.`);
     return boolean;
   }
+  // Entra ID sends the enterprise manager as the manager's id alone; it is a complex attribute.
+  if (attributeName.toLowerCase() === 'manager' && typeof value === 'string') return { value };
   if (Array.isArray(value)) return value.map((entry) => normaliseValue(attributeName, entry));
   if (isPlainObject(value)) {
     return Object.fromEntries(

@@ -4,8 +4,10 @@
 import { sql } from 'slonik';
 import type { ScimGroupMemberRow, ScimGroupRow } from '../../projections/scim-groups/queries.ts';
 import type { ScimUserRow } from '../../projections/tenants/queries.ts';
-import { SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
+import { SCIM_ENTERPRISE_USER_SCHEMA, SCIM_GROUP_SCHEMA, SCIM_USER_SCHEMA, type ScimGroupDoc, type ScimUserDoc } from './attributes.ts';
 import type { ScimAttributeMap } from './filter.ts';
+
+const ENTERPRISE = SCIM_ENTERPRISE_USER_SCHEMA.toLowerCase();
 
 /** Filterable user attributes (lower-case SCIM paths) and the `users` columns behind them. */
 export const USER_FILTER_ATTRIBUTES: ScimAttributeMap = {
@@ -18,6 +20,9 @@ export const USER_FILTER_ATTRIBUTES: ScimAttributeMap = {
   'name.familyname': { column: 'u.family_name', type: 'string' },
   'emails.value': { column: sql.fragment`ARRAY(SELECT e->>'value' FROM jsonb_array_elements(u.emails) AS e)`, type: 'string', multiValued: true },
   'emails[type eq "work"].value': { column: 'u.work_email', type: 'string' },
+  title: { column: sql.fragment`u.scim_attributes->>'title'`, type: 'string' },
+  [`${ENTERPRISE}:employeenumber`]: { column: sql.fragment`u.scim_attributes->'enterprise'->>'employeeNumber'`, type: 'string', caseExact: true },
+  [`${ENTERPRISE}:department`]: { column: sql.fragment`u.scim_attributes->'enterprise'->>'department'`, type: 'string' },
   'meta.created': { column: 'u.created_at', type: 'datetime' },
   'meta.lastmodified': { column: 'u.updated_at', type: 'datetime' },
 };
@@ -46,22 +51,32 @@ export function etagOf(version: number): string {
 }
 
 /** The SCIM document of a user: from a `users` row, or from the user's stream (src/scim/commands.ts). */
-export function scimUserDoc(row: Pick<ScimUserRow, 'user_name' | 'external_id' | 'active' | 'display_name' | 'given_name' | 'family_name' | 'emails'>): ScimUserDoc {
-  const name = withoutNulls({ givenName: row.given_name, familyName: row.family_name });
+export function scimUserDoc(
+  row: Pick<ScimUserRow, 'user_name' | 'external_id' | 'active' | 'display_name' | 'given_name' | 'family_name' | 'emails' | 'scim_attributes'>,
+): ScimUserDoc {
+  const kept = row.scim_attributes;
+  const name = withoutNulls({ givenName: row.given_name, familyName: row.family_name, middleName: kept.middleName, formatted: kept.formattedName });
   return withoutNulls({
     userName: row.user_name,
     externalId: row.external_id,
     active: row.active,
     displayName: row.display_name,
     name: Object.keys(name).length > 0 ? name : null,
+    title: kept.title,
+    preferredLanguage: kept.preferredLanguage,
+    locale: kept.locale,
+    timezone: kept.timezone,
     emails: row.emails,
+    phoneNumbers: kept.phoneNumbers?.length ? kept.phoneNumbers : null,
+    addresses: kept.addresses?.length ? kept.addresses : null,
+    [SCIM_ENTERPRISE_USER_SCHEMA]: kept.enterprise,
   }) as ScimUserDoc;
 }
 
 export function scimUserResource(row: ScimUserRow, baseUrl: string) {
   const doc = scimUserDoc(row);
   return {
-    schemas: [SCIM_USER_SCHEMA],
+    schemas: doc[SCIM_ENTERPRISE_USER_SCHEMA] ? [SCIM_USER_SCHEMA, SCIM_ENTERPRISE_USER_SCHEMA] : [SCIM_USER_SCHEMA],
     id: row.id,
     ...doc,
     name: doc.name?.givenName && doc.name.familyName ? doc.name : { ...nameFromEmail(row.email), ...doc.name },

@@ -12,6 +12,47 @@ const employerCreated = eventSchema('EmployerCreated', z.object({ employerId: z.
 export const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
 export type UserEmail = z.infer<typeof userEmail>;
 
+const userPhoneNumber = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
+const userAddress = z.object({
+  formatted: z.string().optional(),
+  streetAddress: z.string().optional(),
+  locality: z.string().optional(),
+  region: z.string().optional(),
+  postalCode: z.string().optional(),
+  country: z.string().optional(),
+  type: z.string().optional(),
+  primary: z.boolean().optional(),
+});
+/** The Enterprise User extension (RFC 7643 section 4.3); `manager.value` is the manager's id in the IdP. */
+const enterpriseUser = z.object({
+  employeeNumber: z.string().optional(),
+  costCenter: z.string().optional(),
+  organization: z.string().optional(),
+  division: z.string().optional(),
+  department: z.string().optional(),
+  manager: z.object({ value: z.string().optional(), displayName: z.string().optional() }).optional(),
+});
+
+/**
+ * The SCIM attributes an IdP may send beyond the sign-in profile (RFC 7643 section 4.1, and the
+ * Enterprise User extension), kept as sent. Absent in events written before they were kept (and for
+ * users from the CLI or SAML); null when SCIM cleared them.
+ */
+const scimProfileAttributes = {
+  middleName: z.string().nullish(),
+  formattedName: z.string().nullish(),
+  title: z.string().nullish(),
+  preferredLanguage: z.string().nullish(),
+  locale: z.string().nullish(),
+  timezone: z.string().nullish(),
+  phoneNumbers: z.array(userPhoneNumber).nullish(),
+  addresses: z.array(userAddress).nullish(),
+  enterprise: enterpriseUser.nullish(),
+};
+export const scimProfileAttributesSchema = z.object(scimProfileAttributes);
+export type ScimProfileAttributes = z.infer<typeof scimProfileAttributesSchema>;
+export const SCIM_PROFILE_ATTRIBUTES = scimProfileAttributesSchema.keyof().options;
+
 const userProfile = z.object({
   email: z.string(),
   userName: z.string(),
@@ -21,6 +62,7 @@ const userProfile = z.object({
   externalId: z.string().nullable(),
   /** Set by SCIM; absent for users from the CLI or SAML, who have their sign-in e-mail only. */
   emails: z.array(userEmail).optional(),
+  ...scimProfileAttributes,
 });
 export type UserProfile = z.infer<typeof userProfile>;
 

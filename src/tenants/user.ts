@@ -97,8 +97,12 @@ export function profileChanges(current: UserProfile, wanted: Partial<UserProfile
   ) as Partial<UserProfile>;
 }
 
-/** Profile values are strings, null or (emails) small arrays of objects, whose key order jsonb does not keep. */
+/**
+ * Profile values are strings, null or small arrays and objects, whose key order jsonb does not keep.
+ * An attribute absent from older events and one cleared (null) are the same: no change.
+ */
 function sameValue(a: unknown, b: unknown): boolean {
+  if (a == null && b == null) return true;
   return a === b || JSON.stringify(canonicalJson(a)) === JSON.stringify(canonicalJson(b));
 }
 

@@ -4,6 +4,7 @@
 // with path "members" and a value list. Entra ID sends Content-Type: application/scim+json.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userStream } from '../../src/tenants/user.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { filterPath, GROUP_SCHEMA, PATCH_OP, scimTenant, USER_SCHEMA, type ScimClient } from './scim-client.ts';
 
@@ -12,9 +13,10 @@ const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0
 describe('Entra ID provisioning sequence', () => {
   let service: TestService;
   let scim: ScimClient;
+  let employerId: string;
   beforeAll(async () => {
     service = await startTestService();
-    ({ scim } = await scimTenant(service));
+    ({ scim, employerId } = await scimTenant(service));
   });
   afterAll(async () => service?.stop());
 
@@ -85,6 +87,84 @@ describe('Entra ID provisioning sequence', () => {
     // kept internally, deactivated
     const [row] = await service.ctx.db.pg.query('SELECT active, scim_deleted FROM users WHERE id = $1', [id]).then((result) => result.rows);
     expect(row).toEqual({ active: false, scim_deleted: true });
+  });
+
+  it('keeps what Entra ID sends: the extra attributes and the Enterprise User extension, sealed, patchable with capitalised ops and filterable', async () => {
+    const userName = `Test_User_${randomUUID()}`;
+    const email = `${userName}@testuser.example`;
+    const created = await scim.request('POST', '/Users', {
+      ...entraUser(userName, email),
+      name: { formatted: 'Ada M Lovelace', familyName: 'Lovelace', givenName: 'Ada', middleName: 'M' },
+      title: 'Engineer',
+      preferredLanguage: 'en-GB',
+      locale: 'en-GB',
+      timezone: 'Europe/London',
+      phoneNumbers: [{ type: 'work', value: '+44 20 7946 0000', primary: 'True' }, { type: 'mobile', value: '+44 7700 900000' }],
+      addresses: [{ type: 'work', streetAddress: '1 Main St', locality: 'London', region: 'LDN', postalCode: 'N1 9GU', country: 'GB', formatted: '1 Main St, London', primary: true }],
+      [ENTERPRISE_SCHEMA]: { employeeNumber: '701984', department: 'Finance', costCenter: 'CC-4', organization: 'Acme', division: 'EMEA', manager: { value: 'manager-guid' } },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const expected = {
+      schemas: [USER_SCHEMA, ENTERPRISE_SCHEMA],
+      name: { formatted: 'Ada M Lovelace', familyName: 'Lovelace', givenName: 'Ada', middleName: 'M' },
+      title: 'Engineer',
+      preferredLanguage: 'en-GB',
+      locale: 'en-GB',
+      timezone: 'Europe/London',
+      phoneNumbers: [{ type: 'work', value: '+44 20 7946 0000', primary: true }, { type: 'mobile', value: '+44 7700 900000' }],
+      addresses: [{ type: 'work', streetAddress: '1 Main St', locality: 'London', region: 'LDN', postalCode: 'N1 9GU', country: 'GB', formatted: '1 Main St, London', primary: true }],
+      [ENTERPRISE_SCHEMA]: { employeeNumber: '701984', department: 'Finance', costCenter: 'CC-4', organization: 'Acme', division: 'EMEA', manager: { value: 'manager-guid' } },
+    };
+    expect(created.body).toMatchObject(expected);
+    expect((await scim.request('GET', `/Users/${id}`)).body).toEqual(created.body);
+
+    // Sealed with the user's personal data: none of it in clear in the user's events.
+    const events = JSON.stringify((await service.ctx.eventStore.readStream(userStream(employerId, id))).map((event) => event.data));
+    expect(events).toContain('sealed');
+    for (const value of ['Finance', '701984', 'Engineer', 'Europe/London', '+44 20 7946 0000', '1 Main St']) expect(events).not.toContain(value);
+
+    // Without aadOptscim062020: capitalised ops, paths into the extension, the manager as a bare id.
+    const patched = await scim.request('PATCH', `/Users/${id}`, patch(
+      { op: 'Replace', path: `${ENTERPRISE_SCHEMA}:department`, value: 'Sales' },
+      { op: 'Add', path: `${ENTERPRISE_SCHEMA}:manager`, value: 'other-manager-guid' },
+      { op: 'Replace', path: 'title', value: 'Lead Engineer' },
+      { op: 'Replace', path: 'phoneNumbers[type eq "mobile"].value', value: '+44 7700 900001' },
+      { op: 'Remove', path: `${ENTERPRISE_SCHEMA}:costCenter` },
+    ));
+    expect(patched.status).toBe(200);
+    expect(patched.body.title).toBe('Lead Engineer');
+    expect(patched.body.phoneNumbers[1]).toEqual({ type: 'mobile', value: '+44 7700 900001' });
+    expect(patched.body[ENTERPRISE_SCHEMA]).toEqual({ employeeNumber: '701984', department: 'Sales', organization: 'Acme', division: 'EMEA', manager: { value: 'other-manager-guid' } });
+    // With aadOptscim062020: a path-less Replace whose keys are extension paths.
+    const flagged = await scim.request('PATCH', `/Users/${id}`, patch({ op: 'Replace', value: { [`${ENTERPRISE_SCHEMA}:employeeNumber`]: '701985', locale: 'fr-FR' } }));
+    expect(flagged.body).toMatchObject({ locale: 'fr-FR', [ENTERPRISE_SCHEMA]: { employeeNumber: '701985' } });
+
+    const byEmployeeNumber = await scim.request('GET', filterPath('Users', `${ENTERPRISE_SCHEMA}:employeeNumber eq "701985"`));
+    expect(byEmployeeNumber.body.Resources.map((user: { id: string }) => user.id)).toEqual([id]);
+    const byDepartment = await scim.request('GET', filterPath('Users', `${ENTERPRISE_SCHEMA}:department eq "sales" and externalId eq "${created.body.externalId}"`));
+    expect(byDepartment.body.totalResults).toBe(1);
+    const selected = await scim.request('GET', `/Users/${id}?attributes=${encodeURIComponent(`${ENTERPRISE_SCHEMA}:department,userName`)}`);
+    expect(selected.body[ENTERPRISE_SCHEMA]).toEqual({ department: 'Sales' });
+
+    // A PUT without them clears them (Okta replaces the whole user).
+    const replaced = await scim.request('PUT', `/Users/${id}`, { schemas: [USER_SCHEMA], userName, emails: [{ value: email, type: 'work', primary: true }], active: true });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.schemas).toEqual([USER_SCHEMA]);
+    for (const attribute of ['title', 'locale', 'phoneNumbers', 'addresses', ENTERPRISE_SCHEMA]) expect(replaced.body).not.toHaveProperty(attribute);
+    expect((await scim.request('GET', filterPath('Users', `${ENTERPRISE_SCHEMA}:employeeNumber eq "701985"`))).body.totalResults).toBe(0);
+  });
+
+  it('declares the extra attributes and the extension in /Schemas and /ResourceTypes', async () => {
+    const types = (await scim.request('GET', '/ResourceTypes')).body.Resources;
+    expect(types.find((type: { id: string }) => type.id === 'User').schemaExtensions).toEqual([{ schema: ENTERPRISE_SCHEMA, required: false }]);
+    const extension = await scim.request('GET', `/Schemas/${ENTERPRISE_SCHEMA}`);
+    expect(extension.status).toBe(200);
+    expect(extension.body.attributes.map((attribute: { name: string }) => attribute.name)).toEqual(['employeeNumber', 'costCenter', 'organization', 'division', 'department', 'manager']);
+    const user = (await scim.request('GET', `/Schemas/${USER_SCHEMA}`)).body;
+    const names = user.attributes.map((attribute: { name: string }) => attribute.name);
+    expect(names).toEqual(expect.arrayContaining(['title', 'preferredLanguage', 'locale', 'timezone', 'phoneNumbers', 'addresses']));
+    expect(user.attributes.find((attribute: { name: string }) => attribute.name === 'name').subAttributes.map((sub: { name: string }) => sub.name)).toEqual(['formatted', 'givenName', 'middleName', 'familyName']);
   });
 
   it('provisions a user again after deleting it: the deleted one is no conflict (RFC 7644 section 3.6)', async () => {
