@@ -5,7 +5,7 @@ import { parseScimGroup, parseScimUser, selectAttributes } from '../../src/scim/
 import { refusal } from '../support/scim-refusal.ts';
 
 describe('User bodies', () => {
-  it("reads Okta's create body, dropping password, locale and groups", () => {
+  it("reads Okta's create body, keeping locale and dropping password and groups", () => {
     const body = {
       schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
       userName: 'test.user@okta.local',
@@ -23,6 +23,7 @@ describe('User bodies', () => {
       name: { givenName: 'Test', familyName: 'User' },
       emails: [{ primary: true, value: 'test.user@okta.local', type: 'work' }],
       displayName: 'Test User',
+      locale: 'en-US',
       externalId: '00ujl29u0le5T6Aj10h7',
       active: true,
     });
@@ -45,7 +46,8 @@ describe('User bodies', () => {
       externalId: '0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef',
       active: true,
       emails: [{ primary: true, type: 'work', value: 'Test_User_fd0ea19b-0777-472c-9f96-4f70d2226f2e@testuser.com' }],
-      name: { familyName: 'familyName', givenName: 'givenName' },
+      name: { formatted: 'givenName familyName', familyName: 'familyName', givenName: 'givenName' },
+      'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User': { employeeNumber: '701984', department: 'Tour Operations' },
     });
   });
 

@@ -36,7 +36,9 @@ describe('Schemas', () => {
   it('describes the User attributes the service keeps, userName required and unique', () => {
     expect(user?.id).toBe('urn:ietf:params:scim:schemas:core:2.0:User');
     expect(user?.meta.location).toBe('https://integrations.example/api/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User');
-    expect(user?.attributes.map((attribute) => attribute.name)).toEqual(['userName', 'name', 'displayName', 'emails', 'active']);
+    expect(user?.attributes.map((attribute) => attribute.name)).toEqual([
+      'userName', 'name', 'displayName', 'title', 'preferredLanguage', 'locale', 'timezone', 'emails', 'phoneNumbers', 'addresses', 'active',
+    ]);
     expect(user?.attributes[0]).toMatchObject({ name: 'userName', required: true, uniqueness: 'server', caseExact: false });
     expect(user?.attributes.find((attribute) => attribute.name === 'emails')?.subAttributes?.map((sub) => sub.name)).toEqual(['value', 'type', 'primary']);
   });

@@ -169,16 +169,26 @@ describe('Entra ID without aadOptscim062020', () => {
     expect(result.doc).toEqual({ ...engineering, displayName: '1879db59-3bdf-4490-ad68-ab880a269474updatedDisplayName', externalId: '0f1e2d3c-new' });
   });
 
-  it('accepts attributes the service does not keep (enterprise extension, title) without changing the user', () => {
+  it('patches the attributes beyond the core ones: the enterprise extension by its URN path, title, a filtered phone number', () => {
     const updated = applyUserPatch(
       henry,
       patchOf(
         { op: 'Add', path: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department', value: 'Engineering' },
         { op: 'Replace', path: 'title', value: 'Engineer' },
         { op: 'Add', path: 'phoneNumbers[type eq "work"].value', value: '+1 555 0100' },
+        { op: 'Add', path: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager', value: 'manager-id' },
       ),
     );
-    expect(updated).toEqual(henry);
+    expect(updated).toEqual({
+      ...henry,
+      title: 'Engineer',
+      phoneNumbers: [{ type: 'work', value: '+1 555 0100' }],
+      'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User': { department: 'Engineering', manager: { value: 'manager-id' } },
+    });
+  });
+
+  it('drops what the service does not keep (nickName, roles) without changing the user', () => {
+    expect(applyUserPatch(henry, patchOf({ op: 'Add', path: 'nickName', value: 'Hal' }, { op: 'Add', path: 'roles', value: [{ value: 'x' }] }))).toEqual(henry);
   });
 });
 

@@ -30,7 +30,7 @@ describe('SCIM service', () => {
     expect(types.body.Resources.map((type: { id: string }) => type.id)).toEqual(['User', 'Group']);
     expect((await scim.request('GET', '/ResourceTypes/User')).body.endpoint).toBe('/Users');
     const schemas = await scim.request('GET', '/Schemas');
-    expect(schemas.body.totalResults).toBe(2);
+    expect(schemas.body.totalResults).toBe(3);
     const userSchema = await scim.request('GET', `/Schemas/${USER_SCHEMA}`);
     expect(userSchema.body.attributes.map((attribute: { name: string }) => attribute.name)).toContain('userName');
   });
