@@ -20,6 +20,8 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   method: HTTPMethods;
   /** fastify path syntax: /api/employer/webhooks/:webhookId */
   url: string;
+  /** Other spellings of `url` answering the same, not in /api/openapi (SCIM's list endpoints with a trailing slash). */
+  aliases?: string[];
   summary: string;
   description?: string;
   /** Names the operation in /api/openapi (and so in generated clients); derived from method and url when absent. */
@@ -61,9 +63,9 @@ export function defineRoute<Body extends ZodType | undefined, Params extends Zod
 ): void {
   registerOpenApi(ctx.openapi, route);
   const principals = new WeakMap<FastifyRequest, Principal | PlatformPrincipal | null>();
-  fastify.route({
+  for (const url of [route.url, ...(route.aliases ?? [])]) fastify.route({
     method: route.method,
-    url: route.url,
+    url,
     ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
     config: { auth: route.auth, errorShape: route.errorShape },
     // Callers are authenticated before their body is read: a body costs nothing until its sender is known.

@@ -93,8 +93,7 @@ export async function buildServer(ctx: AppContext, routes: Array<{ plugin: Route
     },
     // Path parameters are bounded by each route's zod schema (400 naming the field, in the route's
     // shape); the router's own limit (414 in fastify's shape) is lifted to what the headers allow.
-    // A trailing slash names the same resource (GET /api/scim/v2/Users/ is the list, as SCIM clients expect).
-    routerOptions: { maxParamLength: HEADERS_LIMIT_BYTES, ignoreTrailingSlash: true },
+    routerOptions: { maxParamLength: HEADERS_LIMIT_BYTES },
     frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });

@@ -69,6 +69,7 @@ export function groupRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void 
   route({
     method: 'GET',
     url: '/Groups',
+    aliases: ['/Groups/'],
     summary: 'List groups of the employer (Entra ID asks with excludedAttributes=members)',
     querystring: listQuery,
     handler: async ({ query, request, reply }) => groupList(reply, request, query),

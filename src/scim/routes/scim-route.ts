@@ -63,6 +63,7 @@ export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): Sci
     defineRoute(fastify, ctx, {
       ...definition,
       url: `${SCIM_PATH}${definition.url}`,
+      aliases: definition.aliases?.map((alias) => `${SCIM_PATH}${alias}`),
       tags: ['SCIM'],
       auth: { public: true },
       errorShape: scimErrorShape,

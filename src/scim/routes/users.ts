@@ -54,6 +54,7 @@ export function userRoutes({ ctx, writer, baseUrl, route }: ScimRouting): void {
   route({
     method: 'GET',
     url: '/Users',
+    aliases: ['/Users/'],
     summary: 'List users of the employer, with filter, startIndex/count paging and attribute selection',
     querystring: listQuery,
     handler: async ({ query, request, reply }) => userList(reply, request, query),
