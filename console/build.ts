@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Fastify from 'fastify';
 import type { AppContext } from '../src/app-context.ts';
-import { capabilities } from '../src/capabilities.ts';
+import { API_TAGS, capabilities } from '../src/capabilities.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildConsoleBundle, CONSOLE_DIST, CONSOLE_ROOT } from '../src/console/bundle.ts';
 import { openApiDocument } from '../src/http/server.ts';
@@ -30,7 +30,7 @@ async function describeApi() {
   for (const plugin of capabilities.filter((capability) => capability.name !== 'console').flatMap((capability) => capability.routes ?? [])) await fastify.register(plugin, { ctx, services: undefined });
   await fastify.ready();
   await fastify.close();
-  return openApiDocument(ctx.openapi, config.PUBLIC_BASE_URL);
+  return openApiDocument(ctx.openapi, config.PUBLIC_BASE_URL, API_TAGS);
 }
 
 const started = performance.now();

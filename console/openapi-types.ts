@@ -1,6 +1,8 @@
 // Writes the `paths` and `components` types that openapi-fetch expects (the shape openapi-typescript
 // emits) from an OpenAPI 3.1 document. It covers what zod-to-openapi produces: objects, arrays,
 // enums and consts, unions (anyOf/oneOf), allOf, type lists with "null", $ref to components.
+import { API_VERSION_HEADER } from '../src/http/versioning.ts';
+
 type Schema = {
   $ref?: string;
   type?: string | string[];
@@ -45,7 +47,8 @@ export function openApiTypes(document: OpenApiDocument): string {
 function operationType(operation: Operation, indent: string): string {
   const inner = `${indent}  `;
   const parameters = (where: Parameter['in']) => {
-    const list = (operation.parameters ?? []).filter((parameter) => parameter.in === where);
+    // The console calls with its session, which needs no x-api-version (an API key's header).
+    const list = (operation.parameters ?? []).filter((parameter) => parameter.in === where && !(where === 'header' && parameter.name === API_VERSION_HEADER));
     if (list.length === 0) return `${where}?: never`;
     const fields = list.map((parameter) => `${JSON.stringify(parameter.name)}${parameter.required ? '' : '?'}: ${typeOf(parameter.schema ?? {}, inner)}`);
     return `${where}${list.some((parameter) => parameter.required) ? '' : '?'}: { ${fields.join('; ')} }`;

@@ -2,7 +2,7 @@
 // current version (412 when stale).
 import { commandContextOf } from '../../auth/principal.ts';
 import { updateFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export function updateInteraction({ ctx, route, base }: FhirApi) {
@@ -13,6 +13,7 @@ export function updateInteraction({ ctx, route, base }: FhirApi) {
     auth: writeAuth,
     params: resourceParams,
     body: resourceBody,
+    documentedBody: fhirResourceSchema,
     responses: { 200: fhirResponse('Updated') },
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
