@@ -118,6 +118,10 @@ describe('the OpenAPI description', () => {
     expect(statuses('/api/employer/webhooks/{webhookId}', 'patch')).toEqual(['400', '401', '403', '404', '413', '429']);
     expect(statuses('/api/employer/webhooks', 'post')).toEqual(['400', '401', '403', '409', '413', '422', '429']);
     expect(statuses('/api/scim/v2/Users/{userId}', 'get')).toEqual(expect.arrayContaining(['400', '401', '404', '429']));
+    // Declared where they apply: SCIM writes (uniqueness, If-Match), FHIR's conditional update.
+    expect(statuses('/api/scim/v2/Users/{userId}', 'patch')).toEqual(expect.arrayContaining(['409', '412']));
+    expect(statuses('/api/scim/v2/Groups/{groupId}', 'delete')).toEqual(expect.arrayContaining(['412']));
+    expect(statuses('/api/fhir/{resourceType}/{id}', 'put')).toEqual(expect.arrayContaining(['412']));
     expect(statuses('/api/cron/integration-alerts', 'get')).toEqual(['401']);
     expect(statuses('/api/fhir/{resourceType}/{id}', 'get')).toEqual(['400', '401', '403', '404', '429']);
   });

@@ -18,7 +18,12 @@ export function createInteraction({ ctx, route, base }: FhirApi) {
     body: resourceBody,
     documentedBody: fhirResourceSchema,
     idempotent: true,
-    responses: { 201: fhirResponse('Created'), 200: fhirResponse('The one existing match of If-None-Exist') },
+    responses: {
+      201: fhirResponse('Created'),
+      200: fhirResponse('The one existing match of If-None-Exist'),
+      409: { description: 'duplicate: a Patient\'s e-mail is taken' },
+      412: { description: 'If-None-Exist matched more than one resource' },
+    },
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);

@@ -14,7 +14,7 @@ export function updateInteraction({ ctx, route, base }: FhirApi) {
     params: resourceParams,
     body: resourceBody,
     documentedBody: fhirResourceSchema,
-    responses: { 200: fhirResponse('Updated') },
+    responses: { 200: fhirResponse('Updated'), 412: { description: 'If-Match names a version that is no longer the current one' } },
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);

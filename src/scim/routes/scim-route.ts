@@ -7,7 +7,7 @@ import type { AppContext } from '../../app-context.ts';
 import { DomainError } from '../../event-store/decider.ts';
 import { errorShape, kindOfStatus, type ServiceError } from '../../http/errors.ts';
 import { SCIM_QUERY_MAX } from '../../http/limits.ts';
-import { defineRoute, type RouteDefinition } from '../../http/route.ts';
+import { defineRoute, type RouteDefinition, type RouteResponses } from '../../http/route.ts';
 import type { ListQuery } from '../../../projections/scim-list-page.ts';
 import { attributeListSchema } from '../attributes.ts';
 import type { IfMatch, ScimCaller } from '../commands.ts';
@@ -71,6 +71,15 @@ export type ScimRouting = {
   route: <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined>(definition: ScimRouteDefinition<Body, Params, Query>) => void;
 };
 
+/** What a SCIM write may answer besides what every route does (src/http/openapi.ts derives those). */
+function writeRefusals(method: RouteDefinition<undefined, undefined, undefined, ScimAuth>['method']): RouteResponses {
+  const methods = [method].flat();
+  const refusals: RouteResponses = {};
+  if (methods.some((one) => ['POST', 'PUT', 'PATCH'].includes(one))) refusals[409] = { description: 'uniqueness: a user\'s userName or e-mail is taken; or the resource changed meanwhile (retry)' };
+  if (methods.some((one) => ['PUT', 'PATCH', 'DELETE'].includes(one))) refusals[412] = { description: 'If-Match names a version that is no longer the current one' };
+  return refusals;
+}
+
 /** Defines a route under SCIM_PATH: SCIM errors, SCIM media type, documented under the SCIM tag. */
 export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): ScimRouting['route'] {
   return (definition) =>
@@ -80,7 +89,7 @@ export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): Sci
       tags: ['SCIM'],
       auth: scimAuth,
       errorShape: scimErrorShape,
-      responses: definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } },
+      responses: { ...writeRefusals(definition.method), ...(definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } }) },
       handler: async (input) => {
         try {
           return await definition.handler(input);
