@@ -72,7 +72,7 @@ export function acceptsApiKey(auth: RouteAuth): boolean {
 }
 
 /** What an operation's 4XX responses are derived from. */
-export type ErrorSources = { auth: RouteAuth; errorShape: ErrorShape; hasPathParams: boolean; hasInput: boolean; hasBody: boolean; bodyLimit: number | undefined; bodyValues: number };
+export type ErrorSources = { auth: RouteAuth; hasPathParams: boolean; hasInput: boolean; hasBody: boolean; bodyLimit: number | undefined; bodyValues: number };
 
 /**
  * The 4XX answers any route can give, from what it declares: 400 when it takes input (or an API key,

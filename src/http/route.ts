@@ -169,7 +169,6 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
     ...(route.idempotent ? idempotencyResponses : {}),
     ...derivedErrorResponses({
       auth: route.auth,
-      errorShape: shape,
       hasPathParams: route.params !== undefined,
       hasInput: Boolean(route.params ?? route.querystring ?? documentedBody),
       hasBody: documentedBody !== undefined,

@@ -45,8 +45,8 @@ const resourceFields = (type: string) =>
   z
     .object({
       resourceType: z.literal(type),
-      id: z.string().optional(),
-      meta: z.object({ versionId: z.string(), lastUpdated: z.string() }).catchall(z.unknown()).optional(),
+      id: id.optional(),
+      meta: z.object({ versionId: z.string().max(64), lastUpdated: z.string().max(40) }).catchall(z.unknown()).optional(),
     })
     .catchall(z.unknown());
 const r4 = (type: string) => ({ id: type, description: `FHIR R4 ${type} (https://hl7.org/fhir/R4/${type.toLowerCase()}.html).` });
