@@ -158,14 +158,7 @@ function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body')
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {
   const shape = route.errorShape ?? defaultErrorShape;
   const documentedBody = route.documentedBody ?? route.body;
-  const responses: Record<string, ResponseConfig> = {};
-  for (const [status, response] of Object.entries(route.responses)) {
-    responses[status] = Number(status) >= 400 && !response.schema ? errorResponse(response.description, shape) : {
-      description: response.description,
-      ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } } : {}),
-    };
-  }
-  const derived = {
+  const derived: Record<string, string> = {
     ...(route.idempotent ? idempotencyResponses : {}),
     ...derivedErrorResponses({
       auth: route.auth,
@@ -176,6 +169,14 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       bodyValues: (route.bodyBudget ?? { values: JSON_VALUES_MAX }).values,
     }),
   };
+  const responses: Record<string, ResponseConfig> = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    // A refusal the route declares joins those every route of its kind gives with the same status.
+    responses[status] = Number(status) >= 400 && !response.schema ? errorResponse([response.description, derived[status]].filter(Boolean).join('; or '), shape) : {
+      description: response.description,
+      ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } } : {}),
+    };
+  }
   for (const [status, description] of Object.entries(derived)) responses[status] ??= errorResponse(description, shape);
   responses.default ??= errorResponse('Any other error, in the same body: 503 DATABASE_UNAVAILABLE (with Retry-After) when the database is unavailable or busy', shape);
   const headers = [...(route.idempotent ? [idempotencyKeyHeaders] : []), ...(acceptsApiKey(route.auth) ? [apiVersionHeaders] : [])];
