@@ -4,7 +4,8 @@
 // compiler API, which the project's TypeScript 7 does not have); a caller written against them is
 // compiled with tsc and run with openapi-fetch. Each credential goes where the operation's `security`
 // and its scheme say (header, cookie or bearer): a middleware reads them from the document. The
-// x-api-version header is a typed parameter: the caller that leaves it out does not compile.
+// x-api-version header is a typed parameter, its value the one the operation declares: the caller that
+// leaves it out does not compile.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,7 @@ import { readFileSync } from 'node:fs';
 import type { paths } from './api.ts';
 
 type Scheme = { type: 'apiKey'; in: 'header' | 'cookie'; name: string } | { type: 'http'; scheme: 'bearer' };
-type Operation = { security?: Array<Record<string, string[]>> };
+type Operation = { security?: Array<Record<string, string[]>>; parameters?: Array<{ name: string; in: string; schema: { enum?: string[] } }> };
 type Input = {
   baseUrl: string;
   employerId: string;
@@ -58,8 +59,15 @@ const clientAs = (name: string) => {
   return client;
 };
 
+type ApiVersion = paths['/api/employer/cohorts']['get']['parameters']['header']['x-api-version'];
+/** The value the operation's declared x-api-version parameter lists first. */
+function declaredApiVersion(path: string, method: string): ApiVersion {
+  const parameter = input.document.paths[path]![method]!.parameters!.find((one) => one.in === 'header' && one.name === 'x-api-version')!;
+  return parameter.schema.enum![0] as ApiVersion;
+}
+
 const calls = {
-  apiKey: await clientAs('apiKey').GET('/api/employer/cohorts', { params: { header: { 'x-api-version': '2026-02-01' }, query: {} } }),
+  apiKey: await clientAs('apiKey').GET('/api/employer/cohorts', { params: { header: { 'x-api-version': declaredApiVersion('/api/employer/cohorts', 'get') }, query: {} } }),
   session: await clientAs('session').GET('/api/employer/api-keys'),
   scimToken: await clientAs('scimToken').GET('/api/scim/v2/Users', { params: { query: { count: 1 } } }),
   cronSecret: await clientAs('cronSecret').GET('/api/cron/integration-alerts'),
