@@ -8,10 +8,11 @@ import { gzipSync } from 'node:zlib';
 import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Fastify from 'fastify';
 import type { AppContext } from '../src/app-context.ts';
-import { capabilities } from '../src/capabilities.ts';
+import { API_TAGS, capabilities } from '../src/capabilities.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildConsoleBundle, CONSOLE_DIST, CONSOLE_ROOT } from '../src/console/bundle.ts';
 import { openApiDocument } from '../src/http/server.ts';
+import { API_VERSION_HEADER } from '../src/http/versioning.ts';
 import { openApiTypes } from './openapi-types.ts';
 
 const BUDGET_GZIP_BYTES = 200 * 1024;
@@ -30,12 +31,13 @@ async function describeApi() {
   for (const plugin of capabilities.filter((capability) => capability.name !== 'console').flatMap((capability) => capability.routes ?? [])) await fastify.register(plugin, { ctx, services: undefined });
   await fastify.ready();
   await fastify.close();
-  return openApiDocument(ctx.openapi, config.PUBLIC_BASE_URL);
+  return openApiDocument(ctx.openapi, config.PUBLIC_BASE_URL, API_TAGS);
 }
 
 const started = performance.now();
 await mkdir(join(CONSOLE_ROOT, 'generated'), { recursive: true });
-await writeFile(join(CONSOLE_ROOT, 'generated', 'api.d.ts'), openApiTypes(await describeApi() as never));
+// The console calls with its session: it sends no x-api-version, an API key's header.
+await writeFile(join(CONSOLE_ROOT, 'generated', 'api.d.ts'), openApiTypes(await describeApi() as never, { omitHeaders: [API_VERSION_HEADER] }));
 if (!process.argv.includes('--types-only')) {
   await buildConsoleBundle();
   const script = await readFile(join(CONSOLE_DIST, 'app.js'));

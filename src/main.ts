@@ -11,7 +11,7 @@ import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } 
 import { projectionReadiness } from '../projections/status.ts';
 import type { AppContext, StartContext } from './app-context.ts';
 import { NO_CREDENTIALS, type AuthPorts } from './auth/ports.ts';
-import { capabilities as defaultCapabilities } from './capabilities.ts';
+import { API_TAGS, capabilities as defaultCapabilities } from './capabilities.ts';
 import type { Capability, Started } from './capability.ts';
 import type { Config } from './config.ts';
 import { resolveEncryptionKey } from './crypto/encryption-key.ts';
@@ -172,6 +172,7 @@ export async function startService(options: {
       ctx,
       capabilities.flatMap((capability) => (capability.routes ?? []).map((plugin) => ({ plugin, services: started.get(capability)?.services }))),
       { projections: () => projectionReadiness({ pool: db.slonik, eventStore, projections }) },
+      API_TAGS,
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
   }

@@ -12,7 +12,7 @@ export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, auth: RouteAuth): Promise<Principal | PlatformPrincipal | null> {
-  if ('public' in auth) return null;
+  if ('public' in auth || 'checkedByRoute' in auth) return null;
   // Only the Authorization header counts here: an x-api-key or a session cookie opens no platform route.
   if ('platformFamily' in auth) return authenticatePlatformToken(ctx, request, auth.platformFamily);
   const rawKey = request.headers['x-api-key'];

@@ -41,18 +41,35 @@ export type AuthMode = 'session' | 'apiKey';
  */
 export type PlatformPrincipal = { kind: 'platformToken'; tokenId: string; families: readonly string[] };
 
+/** Bearer credentials that a route, or its plugin, checks itself: SCIM's per-employer token (the SCIM plugin's hook), the cron secret (the cron handlers). */
+export type RouteCheckedCredential = 'scimToken' | 'cronSecret';
+
 /**
- * How a route is protected. `public` routes authenticate themselves (SCIM, SAML) or need nothing.
- * `platformFamily` routes are the internal platform API: a platform service token holding that family,
- * and nothing else (employer routes, in turn, never accept platform tokens). Otherwise `modes` says
- * which credentials are read, `scope` what an API key must hold (and a session's role must grant), and
- * `role` the one role a session must have (API keys are checked by scope alone).
+ * How a route is protected. `public` routes need nothing or authenticate by what they carry (a SAML
+ * response, a sign-in token). `checkedByRoute` routes need the named bearer credential, which the route
+ * checks itself: the authentication pipeline reads nothing, /api/openapi declares it. `platformFamily`
+ * routes are the internal platform API: a platform service token holding that family, and nothing else
+ * (employer routes, in turn, never accept platform tokens). Otherwise `modes` says which credentials are
+ * read, `scope` what an API key must hold (and a session's role must grant), and `role` the one role a
+ * session must have (API keys are checked by scope alone).
  */
 export type RouteAuth =
   | { public: true }
+  | { checkedByRoute: RouteCheckedCredential }
   | { platformFamily: string }
   | EmployerRouteAuth;
 export type EmployerRouteAuth = { modes: readonly AuthMode[]; scope?: Scope; role?: Role };
+
+/** Every credential a route can require: each is a security scheme of /api/openapi (src/http/openapi.ts). */
+export type Credential = AuthMode | 'platformToken' | RouteCheckedCredential;
+
+/** The credentials a route accepts, any one of which will do; none for a public route. */
+export function credentialsOf(auth: RouteAuth): readonly Credential[] {
+  if ('public' in auth) return [];
+  if ('checkedByRoute' in auth) return [auth.checkedByRoute];
+  if ('platformFamily' in auth) return ['platformToken'];
+  return auth.modes;
+}
 
 /** The session roles that may call a route: its role, if it names one, and those whose scopes hold its scope. */
 export function sessionRolesOf(auth: EmployerRouteAuth): Role[] {

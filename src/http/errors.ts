@@ -3,7 +3,7 @@
 // a route picks its shape with `config.errorShape`. A database that is unreachable or out of
 // connections is 503 DATABASE_UNAVAILABLE with Retry-After on every route, in the route's shape.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { z, ZodError } from 'zod';
+import { z, ZodError, type ZodType } from 'zod';
 import { DomainError, type ErrorKind } from '../event-store/decider.ts';
 import { WrongExpectedRevisionError } from '../event-store/port.ts';
 import { isDatabaseUnavailable } from '../db/pools.ts';
@@ -24,12 +24,23 @@ export type ServiceError = { status: number; code: string; message: string; deta
 /** Long enough for a pool to free up or a restarting database to come back, short enough to retry soon. */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
-/** `request` is only the id when no request was parsed (a client error on the connection). */
-export type ErrorShape = (error: ServiceError, request: Pick<FastifyRequest, 'id'>) => { body: unknown; contentType?: string };
+/** What /api/openapi says an error body of a shape is: its schema (a registered component) and media type. */
+export type DocumentedErrorBody = { schema: ZodType; contentType: string };
 
-export const defaultErrorShape: ErrorShape = (error, request) => ({
+/**
+ * How a route writes its errors, carrying how /api/openapi documents them (`documented`), so that
+ * every route's 4XX responses are derived from the shape it answers in (src/http/openapi.ts).
+ * `request` is only the id when no request was parsed (a client error on the connection).
+ */
+export type ErrorShape = ((error: ServiceError, request: Pick<FastifyRequest, 'id'>) => { body: unknown; contentType?: string }) & { readonly documented: DocumentedErrorBody };
+
+export function errorShape(documented: DocumentedErrorBody, write: (error: ServiceError, request: Pick<FastifyRequest, 'id'>) => { body: unknown; contentType?: string }): ErrorShape {
+  return Object.assign(write, { documented });
+}
+
+export const defaultErrorShape: ErrorShape = errorShape({ schema: errorBodySchema, contentType: 'application/json' }, (error, request) => ({
   body: { code: error.code, message: error.message, requestId: request.id, ...error.details },
-});
+}));
 
 /** The HTTP status of each kind of refusal. */
 const STATUS_OF_KIND: Record<ErrorKind, number> = {

@@ -46,9 +46,10 @@ export const idempotencyKeyHeaders = z.object({
     }),
 });
 
-export const idempotencyResponses = {
-  409: { description: 'IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry later' },
-  422: { description: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request' },
+/** The answers an Idempotency-Key adds to a route, by status (documented in the route's error shape). */
+export const idempotencyResponses: Record<number, string> = {
+  409: 'IDEMPOTENCY_KEY_IN_USE: a request with this Idempotency-Key is still running; retry later',
+  422: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request',
 };
 
 type StoredResponse = { status: number; headers: Record<string, string>; body: unknown };

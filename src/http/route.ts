@@ -6,10 +6,11 @@ import type { z, ZodType } from 'zod';
 import type { AppContext } from '../app-context.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { sessionRolesOf, type PlatformPrincipal, type Principal, type RouteAuth } from '../auth/principal.ts';
-import { errorBodySchema, fieldValidationError, validationError, type ErrorShape } from './errors.ts';
+import { defaultErrorShape, fieldValidationError, validationError, type ErrorShape } from './errors.ts';
 import { idempotencyKeyHeaders, idempotencyResponses, runIdempotently } from './idempotency.ts';
 import { jsonBodyBudgetHook, type JsonBodyBudget } from './json-budget.ts';
-import { BODY_LIMIT_BYTES, formatBytes, JSON_DEPTH_MAX, JSON_TOO_DEEP, JSON_VALUES_MAX } from './limits.ts';
+import { JSON_DEPTH_MAX, JSON_TOO_DEEP, JSON_VALUES_MAX } from './limits.ts';
+import { acceptsApiKey, apiVersionHeaders, derivedErrorResponses, errorResponse, securityOf } from './openapi.ts';
 import { prototypeNameIn, prototypeNameMessage } from './prototypes.ts';
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
@@ -29,7 +30,7 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
   tags: string[];
   auth: Auth;
   body?: Body;
-  /** The body's schema for /api/openapi only, when the handler parses the body itself (SCIM, whose refusals carry their own scimType). */
+  /** The body's schema for /api/openapi only, when the handler parses the body (or its items) itself: SCIM, whose refusals carry their own scimType; the cohort upload, which lists every bad row. */
   documentedBody?: ZodType;
   params?: Params;
   querystring?: Query;
@@ -43,13 +44,13 @@ export type RouteDefinition<Body, Params, Query, Auth extends RouteAuth> = {
    * Honours an Idempotency-Key header (src/http/idempotency.ts): for POSTs that create something. The
    * handler returns its body (or sends a body-less reply itself), so the response can be stored.
    */
-  idempotent?: Auth extends { public: true } ? never : boolean;
+  idempotent?: Auth extends { public: true } | { checkedByRoute: string } ? never : boolean;
   handler: (
     input: {
       body: Infer<Body>;
       params: Infer<Params>;
       query: Infer<Query>;
-      principal: Auth extends { public: true } ? null : Auth extends { platformFamily: string } ? PlatformPrincipal : Principal;
+      principal: Auth extends { public: true } | { checkedByRoute: string } ? null : Auth extends { platformFamily: string } ? PlatformPrincipal : Principal;
       request: FastifyRequest;
       reply: FastifyReply;
     },
@@ -157,26 +158,30 @@ function assertStorableInput(input: unknown, where: 'params' | 'query' | 'body')
 }
 
 function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodType | undefined, ZodType | undefined, ZodType | undefined, RouteAuth>) {
+  const shape = route.errorShape ?? defaultErrorShape;
+  const documentedBody = route.documentedBody ?? route.body;
+  const derived: Record<string, string> = {
+    ...(route.idempotent ? idempotencyResponses : {}),
+    ...derivedErrorResponses({
+      auth: route.auth,
+      hasPathParams: route.params !== undefined,
+      hasInput: Boolean(route.params ?? route.querystring ?? documentedBody),
+      hasBody: documentedBody !== undefined,
+      bodyLimit: route.bodyLimit,
+      bodyValues: (route.bodyBudget ?? { values: JSON_VALUES_MAX }).values,
+    }),
+  };
   const responses: Record<string, ResponseConfig> = {};
   for (const [status, response] of Object.entries(route.responses)) {
-    responses[status] = {
+    // A refusal the route declares joins those every route of its kind gives with the same status.
+    responses[status] = Number(status) >= 400 && !response.schema ? errorResponse([response.description, derived[status]].filter(Boolean).join('; or '), shape) : {
       description: response.description,
       ...(response.schema ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } } : {}),
     };
   }
-  if (route.idempotent) {
-    for (const [status, response] of Object.entries(idempotencyResponses)) {
-      responses[status] ??= { ...response, content: { 'application/json': { schema: errorBodySchema } } };
-    }
-  }
-  if (!route.errorShape) responses.default ??= { description: 'Error', content: { 'application/json': { schema: errorBodySchema } } };
-  if (route.body ?? route.documentedBody) {
-    const values = (route.bodyBudget ?? { values: JSON_VALUES_MAX }).values;
-    responses[413] ??= { description: `PAYLOAD_TOO_LARGE: the body is over ${formatBytes(route.bodyLimit ?? BODY_LIMIT_BYTES)} (limitBytes in the body), or holds more than ${values} JSON values (limitValues)` };
-  }
-  const security = 'public' in route.auth ? []
-    : 'platformFamily' in route.auth ? [{ platformToken: [] }]
-    : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+  for (const [status, description] of Object.entries(derived)) responses[status] ??= errorResponse(description, shape);
+  responses.default ??= errorResponse('Any other error, in the same body: 503 DATABASE_UNAVAILABLE (with Retry-After) when the database is unavailable or busy', shape);
+  const headers = [...(route.idempotent ? [idempotencyKeyHeaders] : []), ...(acceptsApiKey(route.auth) ? [apiVersionHeaders] : [])];
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
     registry.registerPath({
@@ -186,13 +191,13 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
-      security,
+      security: securityOf(route.auth),
       ...authorizationExtensions(route.auth),
       request: {
         ...(route.params ? { params: route.params as never } : {}),
         ...(route.querystring ? { query: route.querystring as never } : {}),
-        ...(route.idempotent ? { headers: idempotencyKeyHeaders } : {}),
-        ...(route.body ?? route.documentedBody ? { body: { content: { 'application/json': { schema: (route.body ?? route.documentedBody)! } } } } : {}),
+        ...(headers.length > 0 ? { headers: headers.reduce((all, more) => all.extend(more.shape)) } : {}),
+        ...(documentedBody ? { body: { content: { 'application/json': { schema: documentedBody } } } } : {}),
       },
       responses,
     });
@@ -206,7 +211,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
  * credential needs; test/security/authorization-matrix.test.ts derives every caller's answer from them.
  */
 function authorizationExtensions(auth: RouteAuth): Record<`x-${string}`, unknown> {
-  if ('public' in auth) return {};
+  if ('public' in auth || 'checkedByRoute' in auth) return {};
   if ('platformFamily' in auth) return { 'x-platform-family': auth.platformFamily };
   return {
     ...(auth.scope ? { 'x-required-scope': auth.scope } : {}),

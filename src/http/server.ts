@@ -14,6 +14,7 @@ import { sql } from 'slonik';
 import type { AppContext } from '../app-context.ts';
 import { defaultErrorShape, fieldValidationError, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
+import { registerSecuritySchemes } from './openapi.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
 /**
@@ -70,7 +71,12 @@ class OneLinePerRequest extends LogController {
   }
 }
 
-export async function buildServer(ctx: AppContext, routes: Array<{ plugin: RoutePlugin; services: unknown }>, health: { projections: () => Promise<ProjectionReadiness> }): Promise<FastifyInstance> {
+export async function buildServer(
+  ctx: AppContext,
+  routes: Array<{ plugin: RoutePlugin; services: unknown }>,
+  health: { projections: () => Promise<ProjectionReadiness> },
+  apiTags: Readonly<Record<string, string>>,
+): Promise<FastifyInstance> {
   const errorShapesByPrefix = new Map<string, ErrorShape>();
   const shapeForPath = (path: string) => [...errorShapesByPrefix].find(([prefix]) => path.startsWith(prefix))?.[1] ?? defaultErrorShape;
   const fastify = Fastify({
@@ -140,7 +146,7 @@ export async function buildServer(ctx: AppContext, routes: Array<{ plugin: Route
 
   for (const { plugin, services } of routes) await fastify.register(plugin, { ctx, services });
 
-  const document = openApiDocument(ctx.openapi, ctx.config.PUBLIC_BASE_URL);
+  const document = openApiDocument(ctx.openapi, ctx.config.PUBLIC_BASE_URL, apiTags);
   fastify.get('/api/openapi', async () => document);
   await fastify.register(fastifySwagger, { mode: 'static', specification: { document: document as never } });
   await fastify.register(fastifySwaggerUi, { routePrefix: '/docs' });
@@ -215,20 +221,19 @@ function answerClientError(error: ConnectionError, socket: Socket, shapeForPath:
   socket.destroy();
 }
 
-/** The OpenAPI description of every route registered so far through defineRoute (served at /api/openapi; typed client of the console). */
-export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string) {
-  registry.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
-  registry.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
-  registry.registerComponent('securitySchemes', 'session', {
-    type: 'apiKey',
-    in: 'cookie',
-    name: 'ei_session',
-    description: 'Browser session from /api/auth/signin. Its calls are rate limited per signed-in user (or per session), SESSION_RATE_LIMIT_PER_MIN a minute (600 by default): past it, 429 RATE_LIMITED with Retry-After.',
-  });
+/**
+ * The OpenAPI description of every route registered so far through defineRoute (served at /api/openapi;
+ * typed client of the console). `tags` describes each tag the operations use (src/capabilities.ts).
+ */
+export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string, tags: Readonly<Record<string, string>>) {
+  registerSecuritySchemes(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       ...API_VERSION_INFO,
+      // Not open source: an SPDX LicenseRef names the terms the employer's contract sets.
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      contact: { name: 'employer-integrations API reference', url: `${publicBaseUrl}/docs` },
       description:
         'Enterprise integration interface: API keys, webhooks, SSO/SCIM, FHIR, cohorts, exports. Errors on employer routes have the shape of the Error schema.\n\n' +
         'No name in a request may reach an object\'s prototype: a body or query key, a path parameter, or a segment of a path a value holds (SCIM PATCH paths, ' +
@@ -238,5 +243,6 @@ export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string
         'Instants (date-times with a zone) are taken from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, with a zone offset under 16 hours: others are 400.',
     },
     servers: [{ url: publicBaseUrl }],
+    tags: Object.entries(tags).map(([name, description]) => ({ name, description })),
   });
 }

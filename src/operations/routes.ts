@@ -47,7 +47,8 @@ const reviewSummary = z
   })
   .meta({ id: 'ApiKeyInventoryReviewSummary' });
 
-const unauthorized = { description: 'Missing or wrong bearer secret' };
+/** The cron secret, checked by each handler (assertCronCaller): 503 while it is unset, which the pipeline could not say. */
+const cronAuth = { checkedByRoute: 'cronSecret' } as const;
 const notConfigured = { description: 'CRON_SECRET is not set' };
 
 export function cronRoutes(): RoutePlugin {
@@ -58,8 +59,8 @@ export function cronRoutes(): RoutePlugin {
       summary: 'Hourly: alert employers about API key calls refused for their address',
       description: 'Counts API_KEY_IP_NOT_ALLOWED rejections per employer over the last hour; at INTEGRATION_ALERT_IP_REJECTIONS_THRESHOLD or more records `integration.alert.ip_rejections` and e-mails the admins, once per employer and hour.',
       tags: ['Operations'],
-      auth: { public: true },
-      responses: { 200: { description: 'What was found and recorded', schema: alertsSummary }, 401: unauthorized, 503: notConfigured },
+      auth: cronAuth,
+      responses: { 200: { description: 'What was found and recorded', schema: alertsSummary }, 503: notConfigured },
       handler: async ({ request }) => {
         assertCronCaller(ctx, request);
         return runIntegrationAlerts(ctx, new Date());
@@ -71,8 +72,8 @@ export function cronRoutes(): RoutePlugin {
       summary: 'Monthly: review each employer\'s API keys',
       description: 'Compares active keys with API_KEY_INVENTORY_EXPECTED_MIN/MAX, flags keys unused for API_KEY_STALE_DAYS and keys expiring within API_KEY_EXPIRING_DAYS, records `api_key.inventory_review` per employer once a month and e-mails the admins when something is flagged.',
       tags: ['Operations'],
-      auth: { public: true },
-      responses: { 200: { description: 'What was found and recorded', schema: reviewSummary }, 401: unauthorized, 503: notConfigured },
+      auth: cronAuth,
+      responses: { 200: { description: 'What was found and recorded', schema: reviewSummary }, 503: notConfigured },
       handler: async ({ request }) => {
         assertCronCaller(ctx, request);
         return runInventoryReview(ctx, new Date());

@@ -7,7 +7,7 @@ export const MAX_COHORT_ROWS = 10_000;
 /** 10,000 rows of generous size fit; beyond, 413 names this limit. */
 export const COHORT_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD').refine((value) => !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value), 'not a calendar date');
+const isoDate = z.string().max(10).regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD').refine((value) => !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value), 'not a calendar date');
 const name = z.string().trim().min(1).max(100);
 
 export const cohortRow = z

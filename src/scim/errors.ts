@@ -4,17 +4,8 @@
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 /** The scimType values RFC 7644 table 9 defines (400 and 409 errors only). */
-export type ScimErrorType =
-  | 'invalidFilter'
-  | 'tooMany'
-  | 'uniqueness'
-  | 'mutability'
-  | 'invalidSyntax'
-  | 'invalidPath'
-  | 'noTarget'
-  | 'invalidValue'
-  | 'invalidVers'
-  | 'sensitive';
+export const SCIM_ERROR_TYPES = ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive'] as const;
+export type ScimErrorType = (typeof SCIM_ERROR_TYPES)[number];
 
 export type ScimErrorBody = {
   schemas: [typeof SCIM_ERROR_SCHEMA];

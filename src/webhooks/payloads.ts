@@ -6,6 +6,8 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import type { WebhookEventType } from './event-types.ts';
 
+const WEBHOOK_SIGNATURE_SCHEME = 'webhookSignature';
+
 const taperingOutcome = (decision: string) => z.object({
   proposalId: z.string(),
   patientId: z.string(),
@@ -60,8 +62,18 @@ export const webhookDataSchemas = {
   }),
 } satisfies Record<WebhookEventType, z.ZodObject>;
 
-/** Lists every webhook event type under `webhooks` in the OpenAPI document, with its body. */
+/**
+ * Lists every webhook event type under `webhooks` in the OpenAPI document, with its body, an
+ * operationId (`<eventInCamelCase>Webhook`, what a receiver's generated handler is named) and its
+ * security: the signature the receiver verifies with the subscription's signing secret.
+ */
 export function registerWebhookPayloads(registry: OpenAPIRegistry): void {
+  registry.registerComponent('securitySchemes', WEBHOOK_SIGNATURE_SCHEME, {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-webhook-signature',
+    description: '`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the subscription\'s signing secret (plus the Standard Webhooks headers webhook-id, webhook-timestamp, webhook-signature). Receivers verify it; it is no credential the service accepts.',
+  });
   for (const [event, data] of Object.entries(webhookDataSchemas)) {
     const name = event.replace(/\.(\w)/g, (_, letter: string) => letter.toUpperCase()).replace(/^\w/, (letter) => letter.toUpperCase());
     const body = z
@@ -77,6 +89,8 @@ export function registerWebhookPayloads(registry: OpenAPIRegistry): void {
     registry.registerWebhook({
       method: 'post',
       path: event,
+      operationId: `${name.charAt(0).toLowerCase()}${name.slice(1)}Webhook`,
+      security: [{ [WEBHOOK_SIGNATURE_SCHEME]: [] }],
       summary: `${event} delivery`,
       description:
         'POSTed to every active subscription of the employer listing this event type. Signed: `x-webhook-signature: sha256=<hex HMAC-SHA256 of the raw body>` ' +

@@ -94,8 +94,6 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
   'POST /api/auth/saml/callback/{employerId}': { extras: () => ({ form: { SAMLResponse: Buffer.from('<not-saml/>').toString('base64') } }), expect: () => ({ clientError: true }) },
   'GET /api/auth/saml/metadata/{employerId}': { expect: () => ({ status: 200 }) },
   'GET /api/audit/public-key': { expect: () => ({ status: 200 }) },
-  'GET /api/cron/integration-alerts': { expect: cronExpectation },
-  'GET /api/cron/api-key-inventory-review': { expect: cronExpectation },
 };
 
 /**
@@ -158,6 +156,7 @@ function expectedFor(route: Route, caller: Caller): Expected {
     return foreignObject ? { status: 404 } : { allowed: true };
   }
   if (isPublic(route)) return PUBLIC_ROUTES[route.key]!.expect(caller);
+  if (modesOf(operation).has('cronSecret')) return cronExpectation(caller);
   const family = operation['x-platform-family'];
   if (family) {
     if (caller.kind === 'platformWithoutFamily') return { status: 403, codes: ['PLATFORM_FAMILY_NOT_ALLOWED'] };
@@ -481,6 +480,7 @@ describe('the authorization matrix', () => {
     expect(routes.filter((route) => modesOf(route.operation).has('apiKey') && !route.operation['x-required-scope']).map((route) => route.key), 'key routes without a scope').toEqual([]);
     expect(routes.filter((route) => modesOf(route.operation).has('session') && !(route.operation['x-roles'] ?? []).every((role) => (ROLES as readonly string[]).includes(role))).map((route) => route.key)).toEqual([]);
     expect(routes.filter((route) => modesOf(route.operation).has('platformToken') !== Boolean(route.operation['x-platform-family'])).map((route) => route.key), 'platform routes without a family').toEqual([]);
+    expect(routes.filter((route) => isScim(route) !== modesOf(route.operation).has('scimToken')).map((route) => route.key), 'SCIM routes declare the SCIM token, and only they').toEqual([]);
     expect(routes.filter((route) => route.operation['x-roles']?.includes('PATIENT')).map((route) => route.key).sort(), 'operations open to PATIENT sessions').toEqual([...PATIENT_OPERATIONS].sort());
     const needsExample = routes.filter((route) => route.operation.requestBody && objectParams(route).length > 0 && !isScim(route) && !isPublic(route));
     expect(needsExample.filter((route) => !EXAMPLES[route.key]).map((route) => route.key), 'operations on an object with a body: add an example to EXAMPLES').toEqual([]);

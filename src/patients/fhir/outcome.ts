@@ -1,8 +1,9 @@
 // FHIR errors (SPEC 7.2): every FHIR route answers errors as an OperationOutcome whose issue code is a
 // valid IssueType, chosen from the status (or named by the error itself, e.g. the validator's issues).
 import type { OperationOutcome, OperationOutcomeIssue } from '@medplum/fhirtypes';
+import { z } from 'zod';
 import { DomainError, type ErrorKind } from '../../event-store/decider.ts';
-import type { ErrorShape } from '../../http/errors.ts';
+import { errorShape } from '../../http/errors.ts';
 
 export const FHIR_CONTENT_TYPE = 'application/fhir+json';
 
@@ -42,7 +43,21 @@ export function operationOutcome(issues: OperationOutcomeIssue[]): OperationOutc
   return { resourceType: 'OperationOutcome', issue: issues };
 }
 
-export const fhirErrorShape: ErrorShape = (error) => {
+/** The error body of every FHIR route, as /api/openapi documents it. */
+const operationOutcomeSchema = z
+  .object({
+    resourceType: z.literal('OperationOutcome'),
+    issue: z.array(z.object({
+      severity: z.enum(['fatal', 'error', 'warning', 'information']),
+      code: z.string().meta({ description: 'An IssueType (https://hl7.org/fhir/R4/valueset-issue-type.html): invalid, login, forbidden, not-found, throttled, ...' }),
+      diagnostics: z.string().optional(),
+      expression: z.array(z.string()).optional(),
+    }).catchall(z.unknown())).min(1),
+  })
+  .catchall(z.unknown())
+  .meta({ id: 'OperationOutcome', description: 'FHIR R4 OperationOutcome (https://hl7.org/fhir/R4/operationoutcome.html): the error body of every route under /api/fhir.' });
+
+export const fhirErrorShape = errorShape({ schema: operationOutcomeSchema, contentType: FHIR_CONTENT_TYPE }, (error) => {
   const issues = (error.details.issues as OperationOutcomeIssue[] | undefined) ?? [
     {
       // A transient outage (503) is an error the client retries; only an unexpected failure is fatal.
@@ -52,4 +67,4 @@ export const fhirErrorShape: ErrorShape = (error) => {
     },
   ];
   return { contentType: FHIR_CONTENT_TYPE, body: operationOutcome(issues) };
-};
+});

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
 import { encodeSearchCursor, MAX_COUNT, parseSearch, runSearch, type QueryParameters, type SearchRequest } from '../../../projections/fhir-resources/search.ts';
 import { compartmentCondition, compartmentOf } from './compartment.ts';
-import { fhirResponse, knownType, readAuth, typeParams, type FhirApi } from './interaction.ts';
+import { fhirBundleSchema, fhirResponse, knownType, readAuth, typeParams, type FhirApi } from './interaction.ts';
 
 const searchValue = z.union([z.string().max(2000), z.array(z.string().max(2000)).max(20)]);
 const searchQuery = z
@@ -33,7 +33,7 @@ export function searchInteraction({ ctx, route, base }: FhirApi) {
     auth: readAuth,
     params: typeParams,
     querystring: searchQuery,
-    responses: { 200: fhirResponse('Bundle of type searchset') },
+    responses: { 200: fhirResponse('Bundle of type searchset', fhirBundleSchema) },
     handler: async ({ params, query, principal }) => search(principal, params.resourceType, query as QueryParameters),
   });
 
@@ -45,7 +45,7 @@ export function searchInteraction({ ctx, route, base }: FhirApi) {
     params: typeParams,
     querystring: searchQuery,
     body: z.record(z.string().max(100), searchValue).optional(),
-    responses: { 200: fhirResponse('Bundle of type searchset') },
+    responses: { 200: fhirResponse('Bundle of type searchset', fhirBundleSchema) },
     handler: async ({ params, query, body, principal }) => {
       const merged: QueryParameters = { ...(query as QueryParameters) };
       for (const [name, value] of Object.entries(body ?? {})) merged[name] = [...[merged[name] ?? []].flat(), ...[value].flat()];

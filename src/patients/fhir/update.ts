@@ -2,7 +2,7 @@
 // current version (412 when stale).
 import { commandContextOf } from '../../auth/principal.ts';
 import { updateFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export function updateInteraction({ ctx, route, base }: FhirApi) {
@@ -13,7 +13,8 @@ export function updateInteraction({ ctx, route, base }: FhirApi) {
     auth: writeAuth,
     params: resourceParams,
     body: resourceBody,
-    responses: { 200: fhirResponse('Updated') },
+    documentedBody: fhirResourceSchema,
+    responses: { 200: fhirResponse('Updated'), 412: { description: 'If-Match names a version that is no longer the current one' } },
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);

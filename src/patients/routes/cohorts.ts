@@ -77,11 +77,13 @@ export function cohortRoutes(): RoutePlugin {
         'A new patient\'s e-mail in a domain another employer has verified (/api/employer/email-domains) is 409 EMAIL_UNAVAILABLE, its `errors` listing those rows; nothing is written.',
       tags,
       auth: { modes: ['apiKey', 'session'], scope: 'cohort:write' },
-      // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely here.
-      body: z.object({
-        patients: z.array(z.unknown()).min(1).meta({
+      // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely
+      // here, and documented as the rows it holds.
+      body: z.object({ patients: z.array(z.unknown()).min(1) }),
+      documentedBody: z.object({
+        patients: z.array(cohortRow).min(1).meta({
           maxItems: MAX_COHORT_ROWS, // past it: 413 COHORT_TOO_LARGE (the handler), not a validation error
-          description: '{ email, firstName, lastName, birthDate? (YYYY-MM-DD), externalId?, phone? } each; names up to 100 characters, e-mail up to 254.',
+          description: 'The patients of the upload; names up to 100 characters, e-mail up to 254.',
         }),
       }),
       bodyLimit: COHORT_BODY_LIMIT_BYTES,

@@ -1,18 +1,18 @@
 // What the SCIM routes share: the base path and media type, errors in the SCIM envelope, a route
-// definer for routes under the base (public: the plugin's hook authenticates), list and attribute
+// definer for routes under the base (the SCIM token, checked by the plugin's hook), list and attribute
 // selection queries, and If-Match.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
 import { DomainError } from '../../event-store/decider.ts';
-import { kindOfStatus, type ErrorShape, type ServiceError } from '../../http/errors.ts';
+import { errorShape, kindOfStatus, type ServiceError } from '../../http/errors.ts';
 import { SCIM_PATCH_SCHEMAS_MAX, SCIM_QUERY_MAX, URL_MAX } from '../../http/limits.ts';
-import { defineRoute, type RouteDefinition } from '../../http/route.ts';
+import { defineRoute, type RouteDefinition, type RouteResponses } from '../../http/route.ts';
 import type { ListQuery } from '../../../projections/scim-list-page.ts';
 import { attributeListSchema } from '../attributes.ts';
 import type { IfMatch, ScimCaller } from '../commands.ts';
 import { SCIM_MAX_RESULTS } from '../discovery.ts';
-import { ScimError, toScimErrorBody, type ScimErrorType } from '../errors.ts';
+import { SCIM_ERROR_SCHEMA, SCIM_ERROR_TYPES, ScimError, toScimErrorBody, type ScimErrorType } from '../errors.ts';
 import { scimFilterToSql, type ScimAttributeMap } from '../filter.ts';
 import type { ScimWriter } from '../read-your-writes.ts';
 import { etagOf } from '../resources.ts';
@@ -34,10 +34,20 @@ const SCIM_TYPES_BY_CODE: Record<string, ScimErrorType> = {
   EMAIL_UNAVAILABLE: 'uniqueness',
 };
 
-export const scimErrorShape: ErrorShape = (error: ServiceError) => {
+/** The SCIM error envelope (RFC 7644 section 3.12), as /api/openapi documents it. */
+const scimErrorSchema = z
+  .object({
+    schemas: z.tuple([z.literal(SCIM_ERROR_SCHEMA)]),
+    status: z.string().meta({ description: 'The HTTP status, as a string' }),
+    scimType: z.enum(SCIM_ERROR_TYPES).optional().meta({ description: 'RFC 7644 table 9; on 400 and 409 errors only' }),
+    detail: z.string(),
+  })
+  .meta({ id: 'ScimError', description: 'The error body of every route under /api/scim/v2 (RFC 7644 section 3.12).' });
+
+export const scimErrorShape = errorShape({ schema: scimErrorSchema, contentType: SCIM_CONTENT_TYPE }, (error: ServiceError) => {
   const scimType = (error.details.scimType as ScimErrorType | undefined) ?? SCIM_TYPES_BY_CODE[error.code] ?? null;
   return { contentType: SCIM_CONTENT_TYPE, body: toScimErrorBody(new ScimError(error.status, scimType, error.message)) };
-};
+});
 
 /** A ScimError from the SCIM modules as the DomainError the service's error handler knows. */
 function asServiceError(error: unknown): unknown {
@@ -45,8 +55,12 @@ function asServiceError(error: unknown): unknown {
   return new DomainError(kindOfStatus(error.status), error.scimType ? `SCIM_${error.scimType}` : 'SCIM_ERROR', error.message, error.scimType ? { scimType: error.scimType } : {});
 }
 
+/** Every SCIM route needs the employer's SCIM token, which the plugin's onRequest hook checks (plugin.ts). */
+const scimAuth = { checkedByRoute: 'scimToken' } as const;
+type ScimAuth = typeof scimAuth;
+
 type ScimRouteDefinition<Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined> =
-  Omit<RouteDefinition<Body, Params, Query, { public: true }>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, { public: true }>['responses'] };
+  Omit<RouteDefinition<Body, Params, Query, ScimAuth>, 'auth' | 'tags' | 'errorShape' | 'responses'> & { responses?: RouteDefinition<Body, Params, Query, ScimAuth>['responses'] };
 
 /** What each resource's routes are given by the SCIM plugin. */
 export type ScimRouting = {
@@ -57,6 +71,15 @@ export type ScimRouting = {
   route: <Body extends z.ZodType | undefined, Params extends z.ZodType | undefined, Query extends z.ZodType | undefined>(definition: ScimRouteDefinition<Body, Params, Query>) => void;
 };
 
+/** What a SCIM write may answer besides what every route does (src/http/openapi.ts derives those). */
+function writeRefusals(method: RouteDefinition<undefined, undefined, undefined, ScimAuth>['method']): RouteResponses {
+  const methods = [method].flat();
+  const refusals: RouteResponses = {};
+  if (methods.some((one) => ['POST', 'PUT', 'PATCH'].includes(one))) refusals[409] = { description: 'uniqueness: a user\'s userName or e-mail is taken; or the resource changed meanwhile (retry)' };
+  if (methods.some((one) => ['PUT', 'PATCH', 'DELETE'].includes(one))) refusals[412] = { description: 'If-Match names a version that is no longer the current one' };
+  return refusals;
+}
+
 /** Defines a route under SCIM_PATH: SCIM errors, SCIM media type, documented under the SCIM tag. */
 export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): ScimRouting['route'] {
   return (definition) =>
@@ -65,9 +88,9 @@ export function scimRouteDefiner(fastify: FastifyInstance, ctx: AppContext): Sci
       url: `${SCIM_PATH}${definition.url}`,
       aliases: definition.aliases?.map((alias) => `${SCIM_PATH}${alias}`),
       tags: ['SCIM'],
-      auth: { public: true },
+      auth: scimAuth,
       errorShape: scimErrorShape,
-      responses: definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } },
+      responses: { ...writeRefusals(definition.method), ...(definition.responses ?? { 200: { description: 'SCIM resource', contentType: SCIM_CONTENT_TYPE } }) },
       handler: async (input) => {
         try {
           return await definition.handler(input);
