@@ -97,6 +97,8 @@ function idempotencyOwner(principal: Principal | PlatformPrincipal, params: unkn
       return { employerId: principal.employerId, caller: `user:${principal.userId}` };
     case 'apiKey':
       return { employerId: principal.employerId, caller: `apiKey:${principal.keyId}` };
+    case 'smartClient':
+      return { employerId: principal.employerId, caller: `smartClient:${principal.clientId}` };
     case 'platformToken':
       return { employerId: String((params as { employerId?: unknown } | undefined)?.employerId), caller: `platformToken:${principal.tokenId}` };
   }
@@ -174,7 +176,7 @@ function registerOpenApi(registry: OpenAPIRegistry, route: RouteDefinition<ZodTy
   }
   const security = 'public' in route.auth ? []
     : 'platformFamily' in route.auth ? [{ platformToken: [] }]
-    : route.auth.modes.map((mode) => ({ [mode === 'apiKey' ? 'apiKey' : 'session']: [] }));
+    : route.auth.modes.map((mode) => ({ [mode]: [] }));
   const methods = Array.isArray(route.method) ? route.method : [route.method];
   for (const method of methods) {
     registry.registerPath({

@@ -219,6 +219,11 @@ function answerClientError(error: ConnectionError, socket: Socket, shapeForPath:
 export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string) {
   registry.registerComponent('securitySchemes', 'apiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'API key (mt_live_...). Calls also send x-api-version.' });
   registry.registerComponent('securitySchemes', 'platformToken', { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' });
+  registry.registerComponent('securitySchemes', 'smartToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'SMART Backend Services access token (FHIR and Bulk Data routes), from the token endpoint that /api/fhir/.well-known/smart-configuration names. No x-api-version.',
+  });
   registry.registerComponent('securitySchemes', 'session', {
     type: 'apiKey',
     in: 'cookie',
