@@ -17,13 +17,14 @@ let base: string;
 let token: string;
 let cohortId: string;
 let patientIds: string[];
+let tenant: Awaited<ReturnType<TestService['createTenant']>>;
 
 const expectValid = (resource: unknown) => expect(validationIssues(resource)).toEqual([]);
 
 beforeAll(async () => {
   service = await startTestService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000' } });
   base = `${service.url}/api/fhir`;
-  const tenant = await service.createTenant();
+  tenant = await service.createTenant();
   ({ cohortId, patientIds } = await addPatients(service, tenant, 5));
   const client = await registerSmartClient(service, tenant, { scopes: ['system/*.cruds'] });
   token = await accessToken(service, client, 'system/*.cruds');
@@ -83,9 +84,8 @@ describe('fhir-kit-client with the bearer token', () => {
 });
 
 describe('Bulk Data driven by a bearer token', () => {
-  const bearer = () => ({ authorization: `Bearer ${token}` });
-
-  async function exportAt(path: string) {
+  async function exportAt(path: string, accessToken = token) {
+    const bearer = () => ({ authorization: `Bearer ${accessToken}` });
     const kickOff = await fetch(`${base}${path}/$export?_type=Patient,Observation`, { headers: { ...bearer(), prefer: 'respond-async', accept: 'application/fhir+json' } });
     expect(kickOff.status).toBe(202);
     const status = kickOff.headers.get('content-location')!;
@@ -104,6 +104,14 @@ describe('Bulk Data driven by a bearer token', () => {
     resources.forEach(expectValid);
     return resources;
   }
+
+  it('exports only the types the token may read', async () => {
+    const patientsOnly = await accessToken(service, await registerSmartClient(service, tenant, { scopes: ['system/Patient.rs'] }), 'system/Patient.rs');
+    const resources = await exportAt('', patientsOnly);
+    expect(new Set(resources.map((resource) => resource.resourceType))).toEqual(new Set(['Patient']));
+    const refused = await fetch(`${base}/$export?_type=Observation`, { headers: { authorization: `Bearer ${patientsOnly}`, prefer: 'respond-async' } });
+    expect(refused.status).toBe(403);
+  });
 
   it('exports at system, Patient and Group level with the token alone', async () => {
     for (const path of ['', '/Patient', `/Group/${cohortId}`]) {
