@@ -23,6 +23,7 @@ CREATE TABLE smart_assertion_jtis (
   expires_at timestamptz NOT NULL,
   PRIMARY KEY (client_id, jti)
 );
+CREATE INDEX smart_assertion_jtis_by_expiry ON smart_assertion_jtis (client_id, expires_at);
 
 CREATE TABLE smart_access_tokens (
   token_hash  text PRIMARY KEY,

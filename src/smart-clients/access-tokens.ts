@@ -116,12 +116,13 @@ export async function startSmartTokenService(ctx: StartContext, keySets: KeySetF
     if (payload.exp! > now + ASSERTION_LIFETIME_MAX_SECONDS + CLOCK_TOLERANCE_SECONDS) throw invalidGrant(`The assertion's exp must be at most ${ASSERTION_LIFETIME_MAX_SECONDS} seconds ahead.`);
     if (typeof payload.jti !== 'string' || payload.jti.length === 0 || payload.jti.length > 200) throw invalidGrant('The assertion needs a jti of 1 to 200 characters.');
     // Accepted once within its lifetime: a jti seen before counts again only once its first use expired.
+    // The client's other expired jtis go in the same statement.
     const accepted = await pool.maybeOne(sql.unsafe`
+      WITH pruned AS (DELETE FROM smart_assertion_jtis WHERE client_id = ${clientId} AND expires_at < now() AND jti <> ${payload.jti})
       INSERT INTO smart_assertion_jtis (client_id, jti, expires_at) VALUES (${clientId}, ${payload.jti}, to_timestamp(${payload.exp!}))
       ON CONFLICT (client_id, jti) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE smart_assertion_jtis.expires_at < now()
       RETURNING 1 AS accepted`);
     if (!accepted) throw invalidGrant('The assertion\'s jti has been used before.');
-    await pool.query(sql.unsafe`DELETE FROM smart_assertion_jtis WHERE client_id = ${clientId} AND expires_at < now()`);
     return client;
   };
 
