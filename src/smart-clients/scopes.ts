@@ -15,8 +15,10 @@ const V1 = /^system\/([A-Za-z]{1,64}|\*)\.(read|write|\*)$/;
 const V1_PERMISSIONS: Record<string, readonly Permission[]> = { read: ['r', 's'], write: ['c', 'u', 'd'], '*': PERMISSIONS };
 
 export const SMART_SCOPE_MAX = 100;
-export const SMART_SCOPE_EXAMPLES = ['system/*.rs', 'system/Patient.rs', 'system/Observation.cruds', 'system/*.read', 'system/*.*'];
-export const SCOPE_SYNTAX = `SMART system scopes over ${FHIR_RESOURCE_TYPES.join(', ')} or *: v2 system/<Type>.<cruds> (e.g. ${SMART_SCOPE_EXAMPLES.slice(0, 3).join(', ')}) or v1 system/<Type>.read|write|*`;
+export const SCOPE_SYNTAX = `SMART system scopes over ${FHIR_RESOURCE_TYPES.join(', ')} or *: v2 system/<Type>.<cruds> (e.g. system/*.rs, system/Patient.rs, system/Observation.cruds) or v1 system/<Type>.read|write|*`;
+
+/** What the SMART configuration lists: reading and full access, for all types and for each (any subset of cruds, and v1, is accepted too). */
+export const SUPPORTED_SCOPES = ['*', ...FHIR_RESOURCE_TYPES].flatMap((type) => [`system/${type}.rs`, `system/${type}.cruds`]);
 
 /** The scope `text` names, or null when it is no system scope over a served type. */
 export function parseSmartScope(text: string): SmartScope | null {

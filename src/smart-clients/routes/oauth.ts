@@ -13,7 +13,7 @@ import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
 import { ACCESS_TOKEN_SECONDS, JWT_BEARER } from '../access-tokens.ts';
 import type { SmartClientServices } from '../capability.ts';
 import { ASSERTION_ALGORITHMS } from '../key-set.ts';
-import { SMART_SCOPE_EXAMPLES } from '../scopes.ts';
+import { SUPPORTED_SCOPES } from '../scopes.ts';
 
 export const TOKEN_PATH = '/api/oauth/token';
 const OAUTH_ERRORS = new Set(['invalid_request', 'invalid_client', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type', 'unauthorized_client']);
@@ -26,7 +26,7 @@ const oauthErrorShape: ErrorShape = (error) => ({
 
 const tokenBody = z.object({
   grant_type: z.string().max(100),
-  scope: z.string().max(2000).meta({ description: `Space-separated SMART system scopes, e.g. ${SMART_SCOPE_EXAMPLES.slice(0, 2).join(' ')}.` }),
+  scope: z.string().max(2000).meta({ description: 'Space-separated SMART system scopes, e.g. system/*.rs or system/Patient.rs system/Observation.rs.' }),
   client_assertion_type: z.string().max(200).meta({ description: JWT_BEARER }),
   client_assertion: z.string().max(16_384).meta({ description: `A JWT signed with a key of the client (kid in its header; ${ASSERTION_ALGORITHMS.join(', ')}): iss = sub = clientId, aud = the token endpoint URL, exp at most 5 minutes ahead, a jti never used before.` }),
 });
@@ -53,7 +53,7 @@ export const oauthRoutes = routesUsing<SmartClientServices>(async (fastify, { ct
       grant_types_supported: ['client_credentials'],
       token_endpoint_auth_methods_supported: ['private_key_jwt'],
       token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
-      scopes_supported: ['system/*.rs', 'system/*.cruds', ...SMART_SCOPE_EXAMPLES.filter((scope) => scope !== 'system/*.rs')],
+      scopes_supported: SUPPORTED_SCOPES,
       capabilities: ['client-confidential-asymmetric', 'permission-v1', 'permission-v2'],
     }),
   });
