@@ -3,6 +3,8 @@
 // node entry) reading, paging every page (pageLimit: 0), resolving references and client.patient.request;
 // fhir-kit-client paging with the bearer token; and a Bulk Data export at system, Patient and Group
 // level, files downloaded with the same token. Every FHIR body is checked by the R4 validator.
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import smart from 'fhirclient';
 import { Client as FhirKitClient } from 'fhir-kit-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,9 +46,10 @@ afterAll(async () => {
 
 /** fhirclient as a backend service uses it: a client over the server with the token response it obtained. */
 function fhirclientWith(tokenResponse: Record<string, unknown>) {
-  // The node entry's adapter wants the app's own HTTP request and response, which a backend service has
-  // none of: they are only read for launch flows, never for requests made with .client().
-  return smart({ headers: {} } as never, {} as never).client({ serverUrl: base, tokenResponse: { token_type: 'bearer', ...tokenResponse } as never });
+  // The node entry's adapter takes the app's own HTTP request and response (read only by launch flows,
+  // which a backend service has none of): a request and response of node's own, on no connection.
+  const request = new IncomingMessage(new Socket());
+  return smart(request, new ServerResponse(request)).client({ serverUrl: base, tokenResponse: { token_type: 'bearer', ...tokenResponse } as never });
 }
 
 describe('fhirclient with a SMART Backend Services token', () => {
