@@ -1,8 +1,8 @@
 // What core's authentication asks of the capabilities that own the credentials: API keys (api-keys),
 // sessions (identity), SCIM tokens (sso), platform tokens (workflows) and SMART access tokens
-// (smart-clients). Each capability implements its
-// port in its `start` (src/capability.ts); src/main.ts wires them into AppContext.auth. A service without
-// one of those capabilities answers as one that knows no such credential (NO_CREDENTIALS).
+// (smart-clients). Each capability implements its port in its `start` (src/capability.ts); src/main.ts
+// wires them into AppContext.auth. A service without one of those capabilities answers as one that knows
+// no such credential (NO_CREDENTIALS).
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../event-store/decider.ts';
 import type { Principal, Role, Scope } from './principal.ts';
