@@ -106,7 +106,8 @@ export async function startSmartTokenService(ctx: StartContext, keySets: KeySetF
       // A kid the fetched set lacks: the client may have rotated its keys since the set was kept.
       payload = (await verify(false).catch((error: unknown) => (error instanceof joseErrors.JWKSNoMatchingKey && client.jwksUrl ? verify(true) : Promise.reject(error)))).payload;
     } catch (error) {
-      if (error instanceof DomainError) throw error;
+      // The key set could not be fetched: the client cannot be authenticated.
+      if (error instanceof DomainError) throw invalidClient(error.message);
       if (error instanceof joseErrors.JWTExpired) throw invalidGrant('The assertion has expired.');
       if (error instanceof joseErrors.JWKSNoMatchingKey) throw invalidClient(`No current key of the client has the kid ${kid}.`);
       if (error instanceof joseErrors.JWTClaimValidationFailed) throw invalidClient(`The assertion's ${error.claim} claim is not acceptable${error.claim === 'aud' ? `: it must be ${tokenEndpoint}` : ''}.`);
