@@ -101,5 +101,10 @@ describe('SMART client management', () => {
     const rotated = { ...client, key: served };
     expect((await requestToken(service, await clientAssertion(service, rotated))).status).toBe(200);
     expect(receiver.requests.length - fetchesBefore).toBe(2);
+
+    // A key set that cannot be fetched authenticates nobody.
+    receiver.respondWith(() => ({ status: 500, body: 'down' }));
+    const unreachable = await registerSmartClient(service, tenant, { jwksUrl: `${receiver.url}/down.json` });
+    expect(await requestToken(service, await clientAssertion(service, unreachable))).toMatchObject({ status: 401, body: { error: 'invalid_client' } });
   });
 });
