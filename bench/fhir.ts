@@ -5,24 +5,33 @@
 //     20 ms), one sequential client;
 // (c) GET /api/fhir/Patient/{id} req/s at 32 connections (autocannon, API key), against a reference
 //     that is only fastify, a pg pool and the read's SQL (the statement of findResource); goal ratio
-//     >= 0.5. Both servers run in this process, as autocannon does, driven alternately.
-// The FHIR rate limit is lifted for the run (it caps an employer at 120 requests a minute).
+//     >= 0.5. Both servers run in this process, as autocannon does, driven alternately;
+// (d) SMART Backend Services token issuance per second (each a signed ES384 assertion checked: key by
+//     kid, claims, jti recorded), 8 concurrent clients, assertions signed beforehand;
+// (e) the same read with a SMART access token (Authorization: Bearer) against with the API key,
+//     alternated rounds at 32 connections: ratio bearer/key, goal >= 0.9.
+// The FHIR and token rate limits are lifted for the run (FHIR caps an employer at 120 requests a minute).
 //   npm run bench -- fhir [patients=100000] [email searches=1000] [seconds per read run=10]
+import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { sql } from 'slonik';
 import { Pool } from 'undici';
 import { createApiKey } from '../src/api-keys/commands.ts';
+import { registerSmartClient } from '../src/smart-clients/commands.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
 import { freePort, percentile, startBenchService } from './support.ts';
+
+type BenchService = Awaited<ReturnType<typeof startBenchService>>;
 
 const ROWS_PER_UPLOAD = 10_000;
 const CONNECTIONS = 32;
 
 export default async function fhirBench(args: string[]) {
   const [patientCount = 100_000, searchCount = 1000, seconds = 10] = args.map(Number);
-  const service = await startBenchService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000000', PROJECTION_WAIT_TIMEOUT_MS: '60000' } });
+  const service = await startBenchService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000000', SMART_TOKEN_RATE_LIMIT_PER_MIN: '100000000', PROJECTION_WAIT_TIMEOUT_MS: '60000' } });
   const http = new Pool(service.url, { connections: 1 });
   const actor = { type: 'system', id: 'bench' } as const;
   try {
@@ -94,9 +103,61 @@ export default async function fhirBench(args: string[]) {
     } finally {
       await reference.stop();
     }
+    await smartBench(service, { employerId, adminUserId }, `/api/fhir/Patient/${someId}`, headers, seconds);
   } finally {
     await http.close();
     await service.stopAll();
+  }
+}
+
+/** (d) token issuance and (e) a bearer-authenticated read against the same read with the API key `keyHeaders`. */
+async function smartBench(service: BenchService, tenant: { employerId: string; adminUserId: string }, readPath: string, keyHeaders: Record<string, string>, seconds: number) {
+  const { privateKey, publicKey } = await generateKeyPair('ES384', { extractable: true });
+  const kid = 'bench-key';
+  const clientId = await registerSmartClient(service.ctx, { tenantId: tenant.employerId, actor: { type: 'user', id: tenant.adminUserId } }, {
+    name: 'bench', jwks: { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'ES384' }] }, jwksUrl: null, scopes: ['system/*.rs'], registeredBy: tenant.adminUserId, now: Date.now(),
+  });
+  const tokenUrl = `${service.url}/api/oauth/token`;
+  const sign = () => new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: 'ES384', kid }).setIssuer(clientId).setSubject(clientId)
+    .setAudience(tokenUrl).setExpirationTime(Math.floor(Date.now() / 1000) + 280).sign(privateKey);
+  const http = new Pool(service.url, { connections: 8 });
+  const requestToken = async (assertion: string) => {
+    const response = await http.request({
+      method: 'POST', path: '/api/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'system/*.rs', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }).toString(),
+    });
+    const body = JSON.parse(await response.body.text());
+    if (response.statusCode !== 200) throw new Error(`token endpoint answered ${response.statusCode} ${JSON.stringify(body)}`);
+    return body.access_token as string;
+  };
+  try {
+    const count = 2000;
+    const assertions = await Promise.all(Array.from({ length: count }, sign));
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < count) await requestToken(assertions[next++]!);
+    }));
+    const elapsed = (performance.now() - started) / 1000;
+    console.log(`(d) SMART token issuance, ${count} assertions (ES384) from 8 clients: ${(count / elapsed).toFixed(0)} tokens/s`);
+
+    const bearerHeaders = { authorization: `Bearer ${await requestToken(await sign())}` };
+    const drive = async (headers: Record<string, string>) => {
+      const result = await autocannon({ url: `${service.url}${readPath}`, connections: CONNECTIONS, duration: seconds, headers });
+      if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`);
+      return { rps: result.requests.total / result.duration, p99: result.latency.p99 };
+    };
+    const runs = { bearer: [] as number[], apiKey: [] as number[] };
+    for (const which of ['bearer', 'apiKey', 'apiKey', 'bearer'] as const) {
+      const run = await drive(which === 'bearer' ? bearerHeaders : keyHeaders);
+      runs[which].push(run.rps);
+      console.log(`    ${which.padEnd(9)} ${run.rps.toFixed(0)} req/s, p99 ${run.p99} ms`);
+    }
+    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+    console.log(`(e) FHIR read with a SMART access token ${mean(runs.bearer).toFixed(0)} req/s, with the API key ${mean(runs.apiKey).toFixed(0)} req/s, ` +
+      `ratio ${(mean(runs.bearer) / mean(runs.apiKey)).toFixed(2)}  [goal >= 0.9]`);
+  } finally {
+    await http.close();
   }
 }
 

@@ -9,12 +9,13 @@ import { identityCapability } from './identity/capability.ts';
 import { operationsCapability } from './operations/capability.ts';
 import { patientsCapability } from './patients/capability.ts';
 import { scimCapability } from './scim/capability.ts';
+import { smartClientsCapability } from './smart-clients/capability.ts';
 import { ssoCapability } from './sso/capability.ts';
 import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, smartClientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
 
 /** The tags of /api/openapi and what each groups: every tag an operation uses is described here (test/http/openapi.test.ts). */
 export const API_TAGS: Readonly<Record<string, string>> = {

@@ -36,6 +36,10 @@ const configSchema = z
     SESSION_RATE_LIMIT_BY: z.enum(['user', 'session']).default('user'),
     /** FHIR calls per employer and minute (SPEC 8), counted per process. */
     FHIR_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(120),
+    /** Access tokens one SMART client may obtain a minute (token endpoint), counted per process. */
+    SMART_TOKEN_RATE_LIMIT_PER_MIN: z.coerce.number().int().positive().default(60),
+    /** Failed SMART authentications (assertions, unknown access tokens) one address (IPv6: its /64) may make a minute, counted per process. */
+    SMART_AUTH_FAILURES_PER_ADDRESS_PER_MIN: z.coerce.number().int().positive().default(300),
     EXPORT_RETENTION_DAYS: z.coerce.number().positive().default(7),
     /** CSV exports of one employer pending or running at once (FHIR Bulk Data: one at a time). */
     EXPORT_CSV_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(1),

@@ -8,6 +8,7 @@ import { auditPage } from './pages/audit.ts';
 import { exportsPage } from './pages/exports.ts';
 import { keysPage } from './pages/keys.ts';
 import { patientsPage } from './pages/patients.ts';
+import { smartClientsPage } from './pages/smart-clients.ts';
 import { ssoPage } from './pages/sso.ts';
 import { webhooksPage } from './pages/webhooks.ts';
 
@@ -16,6 +17,7 @@ export type Page = { title: string; render: (main: HTMLElement, session: Session
 
 const PAGES: Record<string, Page> = {
   keys: keysPage,
+  'smart-clients': smartClientsPage,
   webhooks: webhooksPage,
   sso: ssoPage,
   patients: patientsPage,

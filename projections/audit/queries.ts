@@ -8,7 +8,7 @@ export const auditEntry = z
   .object({
     id: z.string().meta({ description: 'Id of the event the entry records.' }),
     action: z.string().meta({ example: 'api_key.created' }),
-    actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'system']), id: z.string() }),
+    actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'smartClient', 'system']), id: z.string() }),
     target: z.object({ type: z.string(), id: z.string() }).nullable(),
     occurredAt: z.string(),
     requestId: z.string().nullable().meta({ description: 'x-request-id of the request that caused it; a job or CLI run otherwise.' }),
@@ -30,7 +30,7 @@ const entryRow = z.object({
   event_id: z.string(),
   global_position: z.bigint(),
   action: z.string(),
-  actor_type: z.enum(['user', 'apiKey', 'scimToken', 'system']),
+  actor_type: z.enum(['user', 'apiKey', 'scimToken', 'smartClient', 'system']),
   actor_id: z.string(),
   target_type: z.string().nullable(),
   target_id: z.string().nullable(),

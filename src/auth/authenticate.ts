@@ -1,12 +1,14 @@
 // Authentication of one request against its route's declared requirement. Order: an `x-api-key`
-// header decides the mode (the API-key port, ctx.auth.apiKeys); otherwise the session cookie (the session
-// port), its rate limit, then role, then scope, then cross-site request forgery protection for state-changing calls.
+// header decides the mode (the API-key port, ctx.auth.apiKeys); then, on routes that take SMART access
+// tokens, `Authorization: Bearer` (the SMART token port: scope, then the resource type in the path);
+// otherwise the session cookie (the session port), its rate limit, then role, then scope, then
+// cross-site request forgery protection for state-changing calls.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { authenticatePlatformToken } from './platform-token.ts';
 import { assertSessionCallAllowed } from './session-rate-limit.ts';
-import { ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth } from './principal.ts';
+import { ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth, type Scope } from './principal.ts';
 
 export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -28,11 +30,26 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
     return principal;
   }
 
+  const bearerToken = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (bearerToken !== undefined && auth.modes.includes('smartToken')) {
+    const principal = await ctx.auth.smartTokens.authenticate(request, bearerToken).catch((error: unknown) => {
+      // RFC 6750: a refused bearer token is named in WWW-Authenticate.
+      if (error instanceof DomainError && error.kind === 'unauthenticated') reply.header('www-authenticate', 'Bearer error="invalid_token"');
+      throw error;
+    });
+    assertTokenReaches(principal, auth.scope, request);
+    request.principal = principal;
+    return principal;
+  }
+
   const sessionSecret = request.cookies?.[SESSION_COOKIE];
   if (!sessionSecret || !auth.modes.includes('session')) {
-    const how = auth.modes.includes('apiKey') && auth.modes.includes('session') ? 'an x-api-key header or a browser session'
-      : auth.modes.includes('apiKey') ? 'an x-api-key header' : 'a browser session';
-    throw new DomainError('unauthenticated', 'AUTHENTICATION_REQUIRED', `This route requires ${how}.`);
+    const carriers = [
+      ...(auth.modes.includes('apiKey') ? ['an x-api-key header'] : []),
+      ...(auth.modes.includes('smartToken') ? ['a SMART access token (Authorization: Bearer)'] : []),
+      ...(auth.modes.includes('session') ? ['a browser session'] : []),
+    ];
+    throw new DomainError('unauthenticated', 'AUTHENTICATION_REQUIRED', `This route requires ${carriers.join(' or ')}.`);
   }
   const session = await ctx.auth.sessions(sessionSecret);
   if (!session) throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'The session is invalid, expired or ended. Sign in again.');
@@ -53,6 +70,19 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   if (!SAFE_METHODS.has(request.method)) assertSameOrigin(ctx, request);
   request.principal = principal;
   return principal;
+}
+
+/** A SMART token holds the route's scope, and when the path names a resource type, for that type. */
+function assertTokenReaches(principal: Principal, scope: Scope | undefined, request: FastifyRequest) {
+  if (scope === undefined || principal.kind !== 'smartClient') return;
+  const types = principal.resourceTypes[scope];
+  if (types === undefined) {
+    throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `The access token's scopes do not allow ${scope}.`, { requiredScopes: [scope], keyScopes: [...principal.scopes] });
+  }
+  const { resourceType } = request.params as { resourceType?: unknown };
+  if (typeof resourceType === 'string' && types !== 'all' && !types.includes(resourceType)) {
+    throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `The access token's scopes do not allow ${scope} on ${resourceType}.`, { requiredScopes: [scope], keyScopes: [...principal.scopes] });
+  }
 }
 
 /**

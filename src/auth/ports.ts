@@ -1,7 +1,8 @@
 // What core's authentication asks of the capabilities that own the credentials: API keys (api-keys),
-// sessions (identity), SCIM tokens (sso) and platform tokens (workflows). Each capability implements its
-// port in its `start` (src/capability.ts); src/main.ts wires them into AppContext.auth. A service without
-// one of those capabilities answers as one that knows no such credential (NO_CREDENTIALS).
+// sessions (identity), SCIM tokens (sso), platform tokens (workflows) and SMART access tokens
+// (smart-clients). Each capability implements its port in its `start` (src/capability.ts); src/main.ts
+// wires them into AppContext.auth. A service without one of those capabilities answers as one that knows
+// no such credential (NO_CREDENTIALS).
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../event-store/decider.ts';
 import type { Principal, Role, Scope } from './principal.ts';
@@ -30,7 +31,16 @@ export type ScimTokens = {
 /** The platform service token with this SHA-256 hash, revoked or not. */
 export type PlatformTokenLookup = (tokenHash: string) => Promise<{ id: string; families: readonly string[]; revoked: boolean } | null>;
 
-export type AuthPorts = { apiKeys: ApiKeys; sessions: SessionLookup; scimTokens: ScimTokens; platformTokens: PlatformTokenLookup };
+/** SMART Backend Services access tokens (src/smart-clients/access-tokens.ts). */
+export type SmartTokens = {
+  /**
+   * The client behind `accessToken` (an `Authorization: Bearer` value), with the service scopes and
+   * resource types its grant amounts to; 401 for a token that is unknown, expired or of a revoked client.
+   */
+  authenticate(request: FastifyRequest, accessToken: string): Promise<Principal>;
+};
+
+export type AuthPorts = { apiKeys: ApiKeys; sessions: SessionLookup; scimTokens: ScimTokens; platformTokens: PlatformTokenLookup; smartTokens: SmartTokens };
 
 const noScimTokens = () => Promise.reject(new Error('SCIM token lookup needs the sso capability'));
 
@@ -44,4 +54,5 @@ export const NO_CREDENTIALS: AuthPorts = {
   sessions: async () => null,
   scimTokens: { isCurrent: noScimTokens, ownerOf: noScimTokens },
   platformTokens: async () => null,
+  smartTokens: { authenticate: () => Promise.reject(new DomainError('unauthenticated', 'INVALID_TOKEN', 'Access tokens are not accepted by this server.')) },
 };

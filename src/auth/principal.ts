@@ -29,11 +29,19 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   PATIENT: ['fhir:read'],
 };
 
+/**
+ * For each scope a SMART access token holds, the resource types it reaches ('all' or a list): a route
+ * with a `resourceType` path parameter is open to the token only for those types.
+ */
+export type ResourceTypeLimits = Partial<Record<Scope, readonly string[] | 'all'>>;
+
 export type Principal =
   | { kind: 'session'; employerId: string; userId: string; role: Role; sessionId: string; scopes: readonly Scope[] }
-  | { kind: 'apiKey'; employerId: string; keyId: string; createdBy: string; scopes: readonly Scope[] };
+  | { kind: 'apiKey'; employerId: string; keyId: string; createdBy: string; scopes: readonly Scope[] }
+  | { kind: 'smartClient'; employerId: string; clientId: string; scopes: readonly Scope[]; resourceTypes: ResourceTypeLimits };
 
-export type AuthMode = 'session' | 'apiKey';
+/** `smartToken`: a SMART Backend Services access token as `Authorization: Bearer` (the FHIR and Bulk Data routes). */
+export type AuthMode = 'session' | 'apiKey' | 'smartToken';
 
 /**
  * A service of the platform (clinical, billing) calling the internal platform API with a platform
@@ -77,7 +85,14 @@ export function sessionRolesOf(auth: EmployerRouteAuth): Role[] {
 }
 
 export function actorOf(principal: Principal): Actor {
-  return principal.kind === 'session' ? { type: 'user', id: principal.userId } : { type: 'apiKey', id: principal.keyId };
+  switch (principal.kind) {
+    case 'session':
+      return { type: 'user', id: principal.userId };
+    case 'apiKey':
+      return { type: 'apiKey', id: principal.keyId };
+    case 'smartClient':
+      return { type: 'smartClient', id: principal.clientId };
+  }
 }
 
 /** The context of a command a caller issues through an HTTP request (the request id correlates its events). */

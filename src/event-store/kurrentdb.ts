@@ -46,7 +46,7 @@ const ERROR_RETRY_MS = 1000;
 const eventData = z.record(z.string(), z.unknown());
 const eventMetadata: z.ZodType<EventMetadata> = z.object({
   tenantId: z.string().nullable(),
-  actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'platformToken', 'system']), id: z.string() }),
+  actor: z.object({ type: z.enum(['user', 'apiKey', 'scimToken', 'platformToken', 'smartClient', 'system']), id: z.string() }),
   correlationId: z.string(),
   causationId: z.string().nullable(),
   schemaVersion: z.number().int(),

@@ -11,6 +11,7 @@ export type Actor =
   | { type: 'apiKey'; id: string }
   | { type: 'scimToken'; id: string }
   | { type: 'platformToken'; id: string }
+  | { type: 'smartClient'; id: string }
   | { type: 'system'; id: string };
 
 export type EventMetadata = {

@@ -33,6 +33,11 @@ const CREDENTIALS: Record<Credential, { scheme: SecurityScheme; missing: string;
     missing: 'a browser session that is invalid, expired or ended (SESSION_EXPIRED)',
     rateLimited: true,
   },
+  smartToken: {
+    scheme: { type: 'http', scheme: 'bearer', description: 'SMART Backend Services access token (FHIR and Bulk Data routes), from the token endpoint that /api/fhir/.well-known/smart-configuration names. No x-api-version.' },
+    missing: 'a SMART access token that is unknown, expired or of a revoked client (invalid_token, with WWW-Authenticate: Bearer)',
+    rateLimited: true,
+  },
   platformToken: {
     scheme: { type: 'http', scheme: 'bearer', description: 'Platform service token (internal platform API only), from `platform-tokens create`.' },
     missing: 'a platform service token that is unknown or revoked (PLATFORM_TOKEN_REQUIRED, INVALID_PLATFORM_TOKEN, PLATFORM_TOKEN_REVOKED)',

@@ -100,6 +100,8 @@ function idempotencyOwner(principal: Principal | PlatformPrincipal, params: unkn
       return { employerId: principal.employerId, caller: `user:${principal.userId}` };
     case 'apiKey':
       return { employerId: principal.employerId, caller: `apiKey:${principal.keyId}` };
+    case 'smartClient':
+      return { employerId: principal.employerId, caller: `smartClient:${principal.clientId}` };
     case 'platformToken':
       return { employerId: String((params as { employerId?: unknown } | undefined)?.employerId), caller: `platformToken:${principal.tokenId}` };
   }

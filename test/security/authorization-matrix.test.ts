@@ -25,6 +25,7 @@ import { PLATFORM_FAMILIES, type PlatformFamily } from '../../src/workflows/even
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { errorShapeProblem } from '../support/error-shapes.ts';
 import { createTestIdp } from '../support/saml-idp.ts';
+import { accessToken, registerSmartClient, smartClientKey, type SmartClientKey } from '../support/smart-clients.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableScim, GROUP_SCHEMA, scimClient, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
@@ -48,7 +49,7 @@ type Operation = {
 type OpenApi = { paths: Record<string, Record<string, Operation>> };
 type Route = { key: string; method: string; path: string; operation: Operation };
 
-type Kind = 'anonymous' | 'patient' | 'admin' | 'keyWithScope' | 'keyWithoutScope' | 'scim' | 'platform' | 'platformWithoutFamily' | 'cron';
+type Kind = 'anonymous' | 'patient' | 'admin' | 'keyWithScope' | 'keyWithoutScope' | 'smartToken' | 'scim' | 'platform' | 'platformWithoutFamily' | 'cron';
 /** `other`: a credential of the other tenant, sent against this tenant's ids. */
 type Caller = { name: string; kind: Kind; other: boolean; headers: () => Record<string, string> };
 type Expected = { status: number; codes?: string[] } | { allowed: true } | { clientError: true };
@@ -77,7 +78,11 @@ const EXAMPLES: Record<string, (ids: Ids) => Example> = {
   'POST /api/platform/v1/employers/{employerId}/invoices/{invoiceId}/payments': () => ({ body: { paidAt: '2026-03-01T00:00:00Z' }, fresh: 'invoiceId' }),
   // The cohort is looked up before the kick-off's parameters (an empty Parameters body is valid).
   'POST /api/fhir/Group/{cohortId}/$export': () => ({ body: { resourceType: 'Parameters' } }),
+  'PUT /api/employer/smart-clients/{clientId}/keys': () => ({ body: { jwks: { keys: [matrixSmartKey.publicJwk] } } }),
 };
+
+/** A public key for SMART client bodies. */
+let matrixSmartKey: SmartClientKey;
 
 /**
  * Public routes authenticate themselves or need nothing, so their answers are written here: a public
@@ -94,6 +99,11 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
   'POST /api/auth/saml/callback/{employerId}': { extras: () => ({ form: { SAMLResponse: Buffer.from('<not-saml/>').toString('base64') } }), expect: () => ({ clientError: true }) },
   'GET /api/auth/saml/metadata/{employerId}': { expect: () => ({ status: 200 }) },
   'GET /api/audit/public-key': { expect: () => ({ status: 200 }) },
+  // Anonymous; a key presented is checked as on every key route (a key of any scope here: fhir:read is what it must hold).
+  'GET /api/fhir/metadata': { expect: () => ({ status: 200 }) },
+  'GET /api/fhir/.well-known/smart-configuration': { expect: () => ({ status: 200 }) },
+  // No assertion in the form: an OAuth error, whoever posts.
+  'POST /api/oauth/token': { expect: () => ({ clientError: true }) },
 };
 
 /**
@@ -103,7 +113,6 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
 const PATIENT_OPERATIONS = [
   'GET /api/auth/session',
   'POST /api/auth/logout',
-  'GET /api/fhir/metadata',
   'GET /api/fhir/{resourceType}',
   'POST /api/fhir/{resourceType}/_search',
   'GET /api/fhir/{resourceType}/{id}',
@@ -137,6 +146,7 @@ type Ids = {
   scimUserId: string;
   scimGroupId: string;
   domain: string;
+  clientId: string;
 };
 
 const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
@@ -161,7 +171,7 @@ function expectedFor(route: Route, caller: Caller): Expected {
   if (family) {
     if (caller.kind === 'platformWithoutFamily') return { status: 403, codes: ['PLATFORM_FAMILY_NOT_ALLOWED'] };
     if (caller.kind === 'platform') return foreignObject ? { status: 404 } : { allowed: true };
-    if (caller.kind === 'scim' || caller.kind === 'cron') return { status: 401, codes: ['INVALID_PLATFORM_TOKEN'] };
+    if (caller.kind === 'scim' || caller.kind === 'cron' || caller.kind === 'smartToken') return { status: 401, codes: ['INVALID_PLATFORM_TOKEN'] };
     return { status: 401, codes: ['PLATFORM_TOKEN_REQUIRED'] };
   }
   const modes = modesOf(operation);
@@ -177,6 +187,9 @@ function expectedFor(route: Route, caller: Caller): Expected {
       break;
     case 'keyWithoutScope':
       return { status: 403, codes: [modes.has('apiKey') ? 'INSUFFICIENT_SCOPE' : 'SESSION_REQUIRED'] };
+    case 'smartToken':
+      if (!modes.has('smartToken')) return AUTH_REQUIRED;
+      break;
     default:
       return AUTH_REQUIRED;
   }
@@ -242,6 +255,7 @@ describe('the authorization matrix', () => {
       const scimToken = await enableScim(service, tenant);
       return { tenant, admin, sessions, patientUserId, keys, scimToken, ownPatientId, otherPatientId, cohortId: String(upload.body.cohortId) };
     };
+    matrixSmartKey = await smartClientKey();
     const a = await tenantCredentials('A');
     const b = await tenantCredentials('B');
 
@@ -322,9 +336,10 @@ describe('the authorization matrix', () => {
       scimUserId,
       scimGroupId: await scimGroup(),
       domain: await domainClaim(),
+      clientId: (await registerSmartClient(service, a.tenant)).clientId,
     };
     tenantSecrets = [ids.employerId, ids.keyId, ids.webhookId, ids.deliveryId, ids.cohortId, ids.ownPatientId, ids.otherPatientId, ids.ownObservationId, ids.otherObservationId,
-      ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId];
+      ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId, ids.clientId];
 
     const factories: Record<string, () => Promise<string>> = {
       keyId: async () => (await createApiKey(service, a.tenant, { scopes: ['webhook:manage'], name: 'matrix fresh' })).id,
@@ -343,6 +358,12 @@ describe('the authorization matrix', () => {
       authorizationId: authorization,
       proposalId: proposal,
       invoiceId: invoice,
+      clientId: async () => (await registerSmartClient(service, a.tenant, { key: matrixSmartKey })).clientId,
+    };
+    // SMART access tokens of each tenant, granting every FHIR type and interaction.
+    const smartTokens = {
+      a: await accessToken(service, await registerSmartClient(service, a.tenant), 'system/*.cruds'),
+      b: await accessToken(service, await registerSmartClient(service, b.tenant), 'system/*.cruds'),
     };
     freshObject = async (param) => {
       const factory = factories[param];
@@ -380,6 +401,7 @@ describe('the authorization matrix', () => {
         { name: 'admin session', kind: 'admin', other: false, headers: sessions.aAdmin },
         { name: `API key with ${scope ?? 'every scope'}`, kind: 'keyWithScope', other: false, headers: () => keyHeaders(scope ? a.keys.with[scope]! : a.keys.all) },
         ...(scope ? [{ name: `API key with every scope but ${scope}`, kind: 'keyWithoutScope' as const, other: false, headers: () => keyHeaders(a.keys.without[scope]!) }] : []),
+        { name: 'SMART access token', kind: 'smartToken', other: false, headers: bearer(smartTokens.a) },
         { name: 'SCIM token', kind: 'scim', other: false, headers: bearer(a.scimToken) },
         { name: `platform token${family ? ` with ${family}` : ''}`, kind: 'platform', other: false, headers: bearer(platformTokens.all) },
         ...(family ? [{ name: `platform token without ${family}`, kind: 'platformWithoutFamily' as const, other: false, headers: bearer(platformTokens.allBut[family]) }] : []),
@@ -388,6 +410,7 @@ describe('the authorization matrix', () => {
         { name: "other tenant's patient session", kind: 'patient', other: true, headers: sessions.bPatient },
         { name: "other tenant's admin session", kind: 'admin', other: true, headers: sessions.bAdmin },
         { name: `other tenant's API key with ${scope ?? 'every scope'}`, kind: 'keyWithScope', other: true, headers: () => keyHeaders(scope ? b.keys.with[scope]! : b.keys.all) },
+        { name: "other tenant's SMART access token", kind: 'smartToken', other: true, headers: bearer(smartTokens.b) },
         { name: "other tenant's SCIM token", kind: 'scim', other: true, headers: bearer(b.scimToken) },
         // A platform token acts for the employer in the path: the other employer's path, this one's ids.
         ...(family ? [{ name: `platform token with ${family} on the other employer`, kind: 'platform' as const, other: true, headers: bearer(platformTokens.all) }] : []),

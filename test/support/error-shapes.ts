@@ -1,5 +1,5 @@
 // The documented error shapes, by route: the SCIM envelope under /api/scim/v2, OperationOutcome under
-// /api/fhir, and the employer error body everywhere else.
+// /api/fhir, OAuth's error body (RFC 6749 5.2) under /api/oauth, and the employer error body everywhere else.
 
 export const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
@@ -15,6 +15,7 @@ export function errorShapeProblem(path: string, status: number, contentType: str
     const ok = Array.isArray(body.schemas) && body.schemas[0] === SCIM_ERROR_SCHEMA && body.status === String(status) && typeof body.detail === 'string';
     return ok && contentType.startsWith('application/scim+json') ? null : `not the SCIM error envelope (${contentType}): ${text.slice(0, 200)}`;
   }
+  if (path.startsWith('/api/oauth/')) return typeof body.error === 'string' && typeof body.error_description === 'string' ? null : `not an OAuth error body: ${text.slice(0, 200)}`;
   if (path.startsWith('/api/fhir/')) return body.resourceType === 'OperationOutcome' ? null : `not an OperationOutcome: ${text.slice(0, 200)}`;
   const ok = typeof body.code === 'string' && typeof body.message === 'string' && typeof body.requestId === 'string';
   return ok ? null : `not the employer error body: ${text.slice(0, 200)}`;

@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
+import type { Principal } from '../../auth/principal.ts';
 import { FHIR_RESOURCE_TYPES } from '../../patients/events.ts';
 import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../patients/fhir/outcome.ts';
@@ -27,10 +28,10 @@ import { cancelExport, fileStream, getExport } from '../store.ts';
 import { startExport } from '../tasks.ts';
 
 const tags = ['FHIR Bulk Data'];
-const auth = { modes: ['apiKey', 'session'], scope: 'fhir:read', role: 'EMPLOYER_ADMIN' } as const;
+const auth = { modes: ['apiKey', 'smartToken', 'session'], scope: 'fhir:read', role: 'EMPLOYER_ADMIN' } as const;
 /** Said in every Bulk Data route's description, since the spec is silent on it. */
 const WHO_MAY_CALL =
-  'Needs an API key with fhir:read or an EMPLOYER_ADMIN session; a PATIENT session is 403 (OperationOutcome `forbidden`): ' +
+  'Needs an API key with fhir:read, a SMART access token granting read (system/*.rs, or per type: an export holds only the types granted), or an EMPLOYER_ADMIN session; a PATIENT session is 403 (OperationOutcome `forbidden`): ' +
   'Bulk Data is population-level, and a patient reads its own compartment with FHIR search. The same callers, and only they, see, download and cancel exports.';
 const NDJSON_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
 /** What a client is told to wait between polls. */
@@ -71,6 +72,15 @@ function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQue
   return { types, since };
 }
 
+/** A SMART access token exports only the types its scopes let it read (403 when none of those asked). */
+function grantedTypesOf(principal: Principal, parameters: Omit<BulkRequest, 'url'>): Omit<BulkRequest, 'url'> {
+  const readable = principal.kind === 'smartClient' ? principal.resourceTypes['fhir:read'] : 'all';
+  if (readable === 'all' || readable === undefined) return parameters;
+  const types = parameters.types.filter((type) => readable.includes(type));
+  if (types.length === 0) throw fhirError('forbidden', `The access token may read none of the types asked for (${parameters.types.join(', ')}).`);
+  return { ...parameters, types };
+}
+
 export function bulkDataRoutes(): RoutePlugin {
   return async function bulkDataRoutesPlugin(fastify: FastifyInstance, { ctx }: { ctx: AppContext }) {
     acceptJson(fastify, FHIR_CONTENT_TYPE);
@@ -102,7 +112,7 @@ export function bulkDataRoutes(): RoutePlugin {
             // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
             if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError('not_found', `No cohort ${group}.`);
-            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
+            const parameters = grantedTypesOf(principal, bulkRequestOf(request, query, body as z.infer<typeof parametersBody>));
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             await startExport(ctx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });

@@ -28,8 +28,8 @@ export type FhirApi = {
   base: string;
 };
 
-export const readAuth = { modes: ['apiKey', 'session'], scope: 'fhir:read' } as const;
-export const writeAuth = { modes: ['apiKey', 'session'], scope: 'fhir:write' } as const;
+export const readAuth = { modes: ['apiKey', 'smartToken', 'session'], scope: 'fhir:read' } as const;
+export const writeAuth = { modes: ['apiKey', 'smartToken', 'session'], scope: 'fhir:write' } as const;
 
 const id = z.string().max(64).regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id: 1 to 64 letters, digits, - and .');
 export const typeParams = z.object({ resourceType: z.string().max(64).meta({ description: FHIR_RESOURCE_TYPES.join(', ') }) });

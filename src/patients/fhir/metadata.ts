@@ -1,23 +1,28 @@
 // GET /api/fhir/metadata: the CapabilityStatement, built from the same data as the API: the resource
-// types and their search parameters (projections/fhir-resources/search-parameters.ts).
+// types and their search parameters (projections/fhir-resources/search-parameters.ts). Anonymous, as
+// FHIR and SMART clients read it before they hold credentials; an API key presented is still checked.
 import { createHash } from 'node:crypto';
 import type { CapabilityStatement } from '@medplum/fhirtypes';
+import { authenticate } from '../../auth/authenticate.ts';
 import { API_VERSION_INFO } from '../../http/server.ts';
+import { TOKEN_PATH } from '../../smart-clients/routes/oauth.ts';
 import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
 import { MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
 import { FHIR_RESOURCE_TYPES } from '../events.ts';
 import { capabilityStatementSchema, fhirResponse, readAuth, type FhirApi } from './interaction.ts';
 import { FHIR_CONTENT_TYPE } from './outcome.ts';
 
-export function metadataInteraction({ route, base }: FhirApi) {
-  const capability = buildCapabilityStatement(base, new Date().toISOString());
+export function metadataInteraction({ ctx, route, base }: FhirApi) {
+  const capability = buildCapabilityStatement(base, `${ctx.config.PUBLIC_BASE_URL}${TOKEN_PATH}`, new Date().toISOString());
   route({
     method: 'GET',
     url: '/metadata',
     summary: 'The CapabilityStatement: resource types, interactions and search parameters',
-    auth: readAuth,
+    description: 'Needs no credentials. A caller who presents an API key (x-api-key) is checked as on every key-authenticated route: the key must be valid and hold fhir:read, with x-api-version.',
+    auth: { public: true },
     responses: { 200: fhirResponse('CapabilityStatement', capabilityStatementSchema) },
-    handler: async ({ reply }) => {
+    handler: async ({ request, reply }) => {
+      if (request.headers['x-api-key'] !== undefined) await authenticate(ctx, request, reply, readAuth);
       reply.header('etag', capability.etag);
       return capability.statement;
     },
@@ -29,7 +34,7 @@ const COMMON_PARAMETERS = [
   { name: '_lastUpdated', type: 'date', documentation: 'When the resource last changed (also the sort key: _sort=_lastUpdated or -_lastUpdated)' },
 ] as const;
 
-function buildCapabilityStatement(baseUrl: string, date: string): { statement: CapabilityStatement; etag: string } {
+function buildCapabilityStatement(baseUrl: string, tokenEndpoint: string, date: string): { statement: CapabilityStatement; etag: string } {
   const statement: CapabilityStatement = {
     resourceType: 'CapabilityStatement',
     status: 'active',
@@ -44,7 +49,11 @@ function buildCapabilityStatement(baseUrl: string, date: string): { statement: C
       {
         mode: 'server',
         documentation: `Searches page by keyset: _count defaults to 20, at most ${MAX_COUNT}; _count=0 gives only the total. Rate limit: 120 requests a minute per employer.`,
-        security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
+        security: {
+          service: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/restful-security-service', code: 'SMART-on-FHIR' }] }],
+          extension: [{ url: 'http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris', extension: [{ url: 'token', valueUri: tokenEndpoint }] }],
+          description: 'SMART Backend Services access token (Authorization: Bearer; see .well-known/smart-configuration); or x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.',
+        },
         resource: FHIR_RESOURCE_TYPES.map((type) => ({
           type,
           interaction: (['read', 'vread', 'update', 'create', 'search-type'] as const).map((code) => ({ code })),

@@ -7,7 +7,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import { defineRoute } from '../../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
-import { assertAllowed, createTokenBuckets } from '../../http/token-buckets.ts';
+import { assertAllowed, clientAddressKey, createTokenBuckets } from '../../http/token-buckets.ts';
 import { FHIR_JSON_VALUES_MAX } from '../../http/limits.ts';
 import { createInteraction } from './create.ts';
 import { FHIR_PATH, type FhirApi, type FhirRoute } from './interaction.ts';
@@ -53,8 +53,9 @@ export function fhirRoutes(): RoutePlugin {
         errorShape: fhirErrorShape,
         bodyBudget: { values: FHIR_JSON_VALUES_MAX },
         handler: async (input) => {
-          const { employerId } = input.principal as Principal;
-          assertAllowed(buckets.take(employerId), input.reply, `More than ${limit} FHIR requests a minute for this employer`);
+          // Anonymous calls (metadata) count against their address.
+          const principal = input.principal as Principal | null;
+          assertAllowed(buckets.take(principal ? principal.employerId : clientAddressKey(input.request.ip)), input.reply, `More than ${limit} FHIR requests a minute for this ${principal ? 'employer' : 'address'}`);
           input.reply.type(FHIR_CONTENT_TYPE);
           return definition.handler(input);
         },
