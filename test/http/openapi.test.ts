@@ -24,6 +24,8 @@ type Document = {
 const JUSTIFIED_WARNINGS: Record<string, string> = {
   // The audit chain's public key is public, takes no input and always answers: there is no 4XX to document.
   'operation-4xx-response #/paths/~1api~1audit~1public-key/get/responses': 'nothing to refuse',
+  // SMART discovery is public, takes no input and always answers, as the audit key does.
+  'operation-4xx-response #/paths/~1api~1fhir~1.well-known~1smart-configuration/get/responses': 'nothing to refuse',
   // FHIR's own URL scheme: `bulk-export` is no resource type (400 on {resourceType}), and the router matches the static segment first.
   'no-ambiguous-paths #/paths/~1api~1fhir~1bulk-export~1{exportId}': 'FHIR [base]/[type]/_search beside the Bulk Data status URL',
 };
@@ -86,7 +88,7 @@ describe('the OpenAPI description', () => {
 
   it('declares the credential each operation needs: SCIM routes the SCIM token, cron routes the cron secret, webhooks their signature', async () => {
     const document = (await (await fetch(`${service.url}/api/openapi`)).json()) as Document;
-    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['apiKey', 'cronSecret', 'platformToken', 'scimToken', 'session', 'webhookSignature']);
+    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['apiKey', 'cronSecret', 'platformToken', 'scimToken', 'session', 'smartToken', 'webhookSignature']);
     const schemesOf = (operation: Operation) => (operation.security ?? []).flatMap((requirement) => Object.keys(requirement)).sort().join(',');
     const operations = operationsOf(document);
     const scim = operations.filter((operation) => operation.path.startsWith('/api/scim/v2/'));
@@ -104,7 +106,9 @@ describe('the OpenAPI description', () => {
 
   it('documents every operation\'s 4XX answers in the shape of its routes: Error, OperationOutcome under /api/fhir, ScimError under /api/scim/v2', async () => {
     const document = (await (await fetch(`${service.url}/api/openapi`)).json()) as Document;
-    const shapeOf = (path: string) => (path.startsWith('/api/fhir/') ? ['application/fhir+json', 'OperationOutcome'] : path.startsWith('/api/scim/v2/') ? ['application/scim+json', 'ScimError'] : ['application/json', 'Error']);
+    const shapeOf = (path: string) => (path.startsWith('/api/fhir/') ? ['application/fhir+json', 'OperationOutcome']
+      : path.startsWith('/api/scim/v2/') ? ['application/scim+json', 'ScimError']
+      : path.startsWith('/api/oauth/') ? ['application/json', 'OAuthError'] : ['application/json', 'Error']);
     const wrong: string[] = [];
     for (const operation of operationsOf(document)) {
       const [contentType, schema] = shapeOf(operation.path);

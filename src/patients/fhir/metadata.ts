@@ -20,7 +20,13 @@ export function metadataInteraction({ ctx, route, base }: FhirApi) {
     summary: 'The CapabilityStatement: resource types, interactions and search parameters',
     description: 'Needs no credentials. A caller who presents an API key (x-api-key) is checked as on every key-authenticated route: the key must be valid and hold fhir:read, with x-api-version.',
     auth: { public: true },
-    responses: { 200: fhirResponse('CapabilityStatement', capabilityStatementSchema) },
+    responses: {
+      200: fhirResponse('CapabilityStatement', capabilityStatementSchema),
+      400: { description: 'With an API key: x-api-version missing or unsupported' },
+      401: { description: 'With an API key: the key is unknown, revoked or expired' },
+      403: { description: 'With an API key: the key lacks fhir:read' },
+      429: { description: 'More FHIR requests a minute than allowed, for this address (anonymous) or employer' },
+    },
     handler: async ({ request, reply }) => {
       if (request.headers['x-api-key'] !== undefined) await authenticate(ctx, request, reply, readAuth);
       reply.header('etag', capability.etag);
