@@ -1,10 +1,11 @@
 // The FHIR API's tests share one service and fhir-kit-client (a client nobody here wrote) clients of
-// three employers; importing this module starts them for the importing test file. Every resource
-// returned is checked by the R4 validator (expectValid).
+// three employers; importing this module starts them for the importing test file. Every FHIR body a
+// test receives under /api/fhir, through the clients or plain fetch, is checked by the shared validators
+// (test/support/fhir-validate.ts).
 import { Client, RESPONSE_KEY } from 'fhir-kit-client';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 export let service: TestService;
@@ -21,9 +22,12 @@ async function clientFor(scopes: ('fhir:read' | 'fhir:write')[]) {
   return { client: new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) }), headers: keyHeaders(rawKey) };
 }
 
+let stopValidating: (() => void) | undefined;
+
 beforeAll(async () => {
   service = await startTestService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000' } });
   base = `${service.url}/api/fhir`;
+  stopValidating = validateFhirResponses(base);
   ({ client, headers: mainHeaders } = await clientFor(['fhir:read', 'fhir:write']));
   ({ client: otherClient } = await clientFor(['fhir:read', 'fhir:write']));
   const tenant = await service.createTenant();
@@ -31,23 +35,21 @@ beforeAll(async () => {
   readOnlyClient = new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) });
 });
 afterAll(async () => {
+  stopValidating?.();
   await service?.stop();
 });
 
 /** The response behind a fhir-kit-client result (headers, status). */
 export const responseOf = (result: unknown) => (result as Record<string, Response>)[RESPONSE_KEY]!;
 
-export function expectValid(resource: unknown) {
-  expect(validationIssues(resource)).toEqual([]);
-  return resource as any;
-}
+/** The shared check of test/support/fhir-validate.ts, under the name these tests have used. */
+export const expectValid = expectValidFhir;
 
 /** The status and OperationOutcome of a call that must fail. */
 export async function failure(call: Promise<unknown>): Promise<{ status: number; outcome: any }> {
   const error = (await call.then(() => null, (thrown) => thrown)) as { response?: { status: number; data: any } } | null;
   if (!error?.response) throw new Error('the call succeeded');
   expect(error.response.data.resourceType).toBe('OperationOutcome');
-  expectValid(error.response.data);
   return { status: error.response.status, outcome: error.response.data };
 }
 
