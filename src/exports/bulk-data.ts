@@ -6,7 +6,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../app-context.ts';
-import { FHIR_PATH } from '../patients/fhir/interaction.ts';
+import { FHIR_PATH, type StatementPart } from '../patients/fhir/interaction.ts';
 import { EXPORT_PAGE_ROWS } from './roster.ts';
 import { lockExport, writeChunkFromQuery, type ExportRow } from './store.ts';
 
@@ -16,6 +16,17 @@ export const BULK_FILE_MAX_LINES = 100 * EXPORT_PAGE_ROWS;
 /** `group`: the cohort of a group-level export (absent for system and patient level). */
 export type BulkRequest = { url: string; types: string[]; since: string | null; group?: string };
 type BulkPosition = { typeIndex: number; after: string | null; seq: number };
+
+const BULK_DATA_DEFINITIONS = 'http://hl7.org/fhir/uv/bulkdata/OperationDefinition';
+
+/** What the Bulk Data kick-offs (routes/bulk-data.ts) add to the FHIR CapabilityStatement: $export at the system, Patient and Group levels. */
+export const bulkDataStatement: StatementPart = {
+  resource: (resourceType) => (resourceType === 'Patient' ? { operation: [{ name: 'export', definition: `${BULK_DATA_DEFINITIONS}/patient-export` }] } : {}),
+  rest: {
+    operation: [{ name: 'export', definition: `${BULK_DATA_DEFINITIONS}/export` }],
+    resource: [{ type: 'Group', operation: [{ name: 'export', definition: `${BULK_DATA_DEFINITIONS}/group-export` }] }],
+  },
+};
 
 export const bulkStatusUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}/bulk-export/${exportId}`;
 export const bulkFileName = (type: string, seq: number) => `${type}-${Math.floor((seq * EXPORT_PAGE_ROWS) / BULK_FILE_MAX_LINES) + 1}.ndjson`;

@@ -1,35 +1,53 @@
-// GET /api/fhir/metadata: the CapabilityStatement, built from the same data as the API: the resource
-// types and their search parameters (projections/fhir-resources/search-parameters.ts).
+// GET /api/fhir/metadata: the CapabilityStatement, made of what each interaction and operation says
+// of itself (its `statement`, interaction.ts) over the resource types served: interactions, search
+// parameters and _include/_revinclude values (from projections/fhir-resources/search-parameters.ts),
+// operations. Serving a new interaction adds it here by its own declaration, nothing else.
 import { createHash } from 'node:crypto';
-import type { CapabilityStatement } from '@medplum/fhirtypes';
+import type { CapabilityStatement, CapabilityStatementRest, CapabilityStatementRestResource } from '@medplum/fhirtypes';
 import { API_VERSION_INFO } from '../../http/server.ts';
-import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
 import { MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
 import { FHIR_RESOURCE_TYPES } from '../events.ts';
-import { fhirResponse, readAuth, type FhirApi } from './interaction.ts';
+import { fhirResponse, readAuth, type FhirInteraction, type StatementPart } from './interaction.ts';
 import { FHIR_CONTENT_TYPE } from './outcome.ts';
 
-export function metadataInteraction({ route, base }: FhirApi) {
-  const capability = buildCapabilityStatement(base, new Date().toISOString());
-  route({
-    method: 'GET',
-    url: '/metadata',
-    summary: 'The CapabilityStatement: resource types, interactions and search parameters',
-    auth: readAuth,
-    responses: { 200: fhirResponse('CapabilityStatement') },
-    handler: async ({ reply }) => {
-      reply.header('etag', capability.etag);
-      return capability.statement;
-    },
-  });
+export const metadataInteraction: FhirInteraction = {
+  statement: {},
+  routes: ({ route, base, statement }) => {
+    const capability = buildCapabilityStatement(base, new Date().toISOString(), statement);
+    route({
+      method: 'GET',
+      url: '/metadata',
+      summary: 'The CapabilityStatement: resource types, interactions, search parameters and operations',
+      auth: readAuth,
+      responses: { 200: fhirResponse('CapabilityStatement') },
+      handler: async ({ reply }) => {
+        reply.header('etag', capability.etag);
+        return capability.statement;
+      },
+    });
+  },
+};
+
+/** `part` laid over `whole`: arrays concatenate, other values are set. */
+function merged<T extends object>(whole: T, part: Partial<T>): T {
+  const result = { ...whole } as Record<string, unknown>;
+  for (const [key, value] of Object.entries(part)) {
+    const current = result[key];
+    result[key] = Array.isArray(current) && Array.isArray(value) ? [...current, ...value] : value;
+  }
+  return result as T;
 }
 
-const COMMON_PARAMETERS = [
-  { name: '_id', type: 'token', documentation: 'The resource id' },
-  { name: '_lastUpdated', type: 'date', documentation: 'When the resource last changed (also the sort key: _sort=_lastUpdated or -_lastUpdated)' },
-] as const;
-
-function buildCapabilityStatement(baseUrl: string, date: string): { statement: CapabilityStatement; etag: string } {
+function buildCapabilityStatement(baseUrl: string, date: string, parts: StatementPart[]): { statement: CapabilityStatement; etag: string } {
+  const resources = FHIR_RESOURCE_TYPES.map((type) =>
+    parts.reduce<CapabilityStatementRestResource>((resource, part) => (part.resource ? merged(resource, part.resource(type)) : resource), { type }),
+  );
+  const rest = parts.reduce<CapabilityStatementRest>((whole, part) => (part.rest ? merged(whole, part.rest) : whole), {
+    mode: 'server',
+    documentation: `Searches page by keyset: _count defaults to 20, at most ${MAX_COUNT}; _count=0 or _summary=count gives only the total. _sort: _lastUpdated (the default) or -_lastUpdated. Rate limit: 120 requests a minute per employer.`,
+    security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
+    resource: resources,
+  });
   const statement: CapabilityStatement = {
     resourceType: 'CapabilityStatement',
     status: 'active',
@@ -40,23 +58,7 @@ function buildCapabilityStatement(baseUrl: string, date: string): { statement: C
     implementation: { description: 'Employer integrations FHIR R4 API', url: baseUrl },
     fhirVersion: '4.0.1',
     format: [FHIR_CONTENT_TYPE, 'json'],
-    rest: [
-      {
-        mode: 'server',
-        documentation: `Searches page by keyset: _count defaults to 20, at most ${MAX_COUNT}; _count=0 gives only the total. Rate limit: 120 requests a minute per employer.`,
-        security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
-        resource: FHIR_RESOURCE_TYPES.map((type) => ({
-          type,
-          interaction: (['read', 'vread', 'update', 'create', 'search-type'] as const).map((code) => ({ code })),
-          versioning: 'versioned' as const,
-          readHistory: true,
-          updateCreate: false,
-          conditionalCreate: true,
-          conditionalUpdate: false,
-          searchParam: [...COMMON_PARAMETERS, ...SEARCH_PARAMETERS[type]].map(({ name, type: paramType, documentation }) => ({ name, type: paramType, documentation })),
-        })),
-      },
-    ],
+    rest: [rest],
   };
   const etag = `W/"${createHash('sha256').update(JSON.stringify(statement)).digest('base64url').slice(0, 22)}"`;
   return { statement, etag };
