@@ -4,6 +4,7 @@
 // (test/support/fhir-validate.ts).
 import { Client, RESPONSE_KEY } from 'fhir-kit-client';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -65,3 +66,19 @@ export const newPatient = (extra: Record<string, unknown> = {}) => {
     ...extra,
   };
 };
+
+/** The headers of a signed-in PATIENT user of the employer with this e-mail (its compartment is the Patient with that e-mail). */
+export async function patientSessionHeaders(employerId: string, email: string): Promise<Record<string, string>> {
+  const { userId } = await registerUser(service.ctx.commands, { tenantId: employerId, actor: { type: 'system', id: 'test' } }, {
+    employerId, role: 'PATIENT', active: true, source: 'scim',
+    profile: { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null },
+  });
+  return service.sessionHeaders(await service.signIn(employerId, userId));
+}
+
+/** A client of a new employer (an API key with fhir:read and fhir:write) and the employer's id. */
+export async function newEmployerClient() {
+  const tenant = await service.createTenant();
+  const { rawKey } = await createApiKey(service, tenant, { scopes: ['fhir:read', 'fhir:write'], rateLimitPerMinute: 100_000 });
+  return { employerId: tenant.employerId, client: new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) }), headers: keyHeaders(rawKey) };
+}
