@@ -1,7 +1,10 @@
 // FHIR Bulk Data routes (Bulk Data Access IG 2.0, SPEC 4.4): kick-off at [base]/$export,
 // [base]/Patient/$export and [base]/Group/{cohortId}/$export (GET, or POST with a Parameters body or
 // the same parameters in the query), status and manifest at /api/fhir/bulk-export/{exportId}, its
-// NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. Every patient resource type is in
+// NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. The kick-off parameters are the
+// IG's: _type, _since, _outputFormat, patient (Patient and Group level), _typeFilter (the search
+// parameters of /metadata) and _elements; what it cannot honour is 400, or with `Prefer:
+// handling=lenient` ignored and told in the manifest's `error` file. Every patient resource type is in
 // the Patient compartment, so the system and patient kick-offs export the same resources; a group's
 // are those of the cohort's patients.
 //
@@ -22,6 +25,8 @@ import { instantMillis, INSTANT_RANGE_MESSAGE } from '../../http/instant.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from '../bulk-data.ts';
 import { getCohort } from '../../../projections/patients/queries.ts';
+import { parseSearch } from '../../../projections/fhir-resources/search.ts';
+import { elementsFor, keptKeys } from '../../patients/fhir/subset.ts';
 import { exportLimitsDescription } from '../admission.ts';
 import { cancelExport, fileStream, getExport } from '../store.ts';
 import { startExport } from '../tasks.ts';
@@ -44,31 +49,91 @@ const kickOffQuery = z
   })
   .catchall(z.unknown());
 const parametersBody = z
-  .object({ resourceType: z.literal('Parameters'), parameter: z.array(z.object({ name: z.string().max(100) }).catchall(z.unknown())).max(50).optional() })
+  .object({ resourceType: z.literal('Parameters'), parameter: z.array(z.object({ name: z.string().max(100) }).catchall(z.unknown())).max(1000).optional() })
   .optional()
-  .meta({ description: 'A FHIR Parameters resource with _type, _since, _outputFormat (valueString / valueInstant).' });
+  .meta({ description: 'A FHIR Parameters resource with _type, _since, _outputFormat, _typeFilter, _elements (valueString / valueInstant) and patient (valueReference, Patient/<id>; at most 1000).' });
+/** The kick-off parameters the IG names that this server honours. */
+const KICK_OFF_PARAMETERS = new Set(['_type', '_since', '_outputFormat', '_typeFilter', '_elements', 'patient']);
+/** Parameters of a search that page or shape its result: they mean nothing in a _typeFilter. */
+const NOT_FILTERS = ['_count', '_sort', '_cursor', '_total', '_include', '_revinclude', '_elements', '_summary', '_format'];
 const exportIdParams = z.object({ exportId: z.string().max(64) });
 const groupParams = z.object({ cohortId: z.string().max(100).meta({ description: 'A cohort id (a cohort upload is a Group)' }) });
 const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
 
-/** The kick-off's parameters, from the query and a Parameters body together (clients send either). */
-function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQuery>, body: z.infer<typeof parametersBody>): Omit<BulkRequest, 'url'> {
+type KickOff = { query: z.infer<typeof kickOffQuery>; body: z.infer<typeof parametersBody>; level: 'system' | 'patient' | 'group'; employerId: string };
+
+/**
+ * The kick-off's parameters, from the query and a Parameters body together (clients send either).
+ * What cannot be honoured is refused (400), or under `Prefer: handling=lenient` ignored and listed in
+ * `ignored` (the manifest's error file).
+ */
+function bulkRequestOf(ctx: AppContext, request: FastifyRequest, { query, body, level, employerId }: KickOff): Omit<BulkRequest, 'url'> {
   const values = (name: string): string[] => {
     const fromQuery = query[name];
-    const fromBody = (body?.parameter ?? []).filter((p) => p.name === name).map((p) => p.valueString ?? p.valueInstant ?? p.valueCode);
+    const fromBody = (body?.parameter ?? []).filter((p) => p.name === name).map((p) => p.valueString ?? p.valueInstant ?? p.valueCode ?? (p.valueReference as { reference?: unknown } | undefined)?.reference);
     return [...(Array.isArray(fromQuery) ? fromQuery : fromQuery === undefined ? [] : [fromQuery]), ...fromBody].map(String);
   };
-  if (!String(request.headers.prefer ?? '').includes('respond-async')) throw fhirError('invalid', 'A bulk export needs the header Prefer: respond-async.');
+  const prefer = String(request.headers.prefer ?? '');
+  if (!prefer.includes('respond-async')) throw fhirError('invalid', 'A bulk export needs the header Prefer: respond-async.');
+  const lenient = /\bhandling=lenient\b/.test(prefer);
+  const ignored: string[] = [];
+  const cannot = (message: string) => {
+    if (!lenient) throw fhirError('invalid', message);
+    ignored.push(message);
+  };
+
+  const names = new Set([...Object.keys(query), ...(body?.parameter ?? []).map((p) => p.name)]);
+  for (const name of names) if (!KICK_OFF_PARAMETERS.has(name)) cannot(`The parameter ${name} is not supported; supported: ${[...KICK_OFF_PARAMETERS].join(', ')}.`);
   const formats = values('_outputFormat');
   const badFormat = formats.find((format) => !NDJSON_FORMATS.has(format));
   if (badFormat) throw fhirError('invalid', `_outputFormat ${badFormat} is not supported: application/fhir+ndjson only.`);
   const requested = values('_type').flatMap((types) => types.split(',')).map((type) => type.trim()).filter(Boolean);
   const unsupported = requested.filter((type) => !(FHIR_RESOURCE_TYPES as readonly string[]).includes(type));
-  if (unsupported.length > 0) throw fhirError('invalid', `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
+  if (unsupported.length > 0) cannot(`_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
   const since = values('_since')[0] ?? null;
   if (since !== null && instantMillis(since) === undefined) throw fhirError('invalid', `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}; got ${since}.`);
-  const types = requested.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => requested.includes(type)) : [...FHIR_RESOURCE_TYPES];
-  return { types, since };
+  const known = requested.filter((type) => !unsupported.includes(type));
+  const types = known.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => known.includes(type)) : [...FHIR_RESOURCE_TYPES];
+
+  const patients = values('patient').flatMap((reference) => {
+    const id = /^(?:.*\/)?Patient\/([A-Za-z0-9.-]{1,64})$/.exec(reference)?.[1];
+    if (id === undefined) cannot(`patient ${reference} is not a reference to a Patient (Patient/<id>).`);
+    return id === undefined ? [] : [id];
+  });
+  if (patients.length > 0 && level === 'system') cannot('patient applies to Patient- and Group-level exports only.');
+
+  const typeFilters: NonNullable<BulkRequest['typeFilters']> = [];
+  for (const filter of values('_typeFilter')) {
+    const [type, search = ''] = filter.split('?', 2);
+    const exported = types.find((candidate) => candidate === type);
+    const parameters = [...new URLSearchParams(search).entries()];
+    const notFilter = parameters.find(([name]) => NOT_FILTERS.includes(name.split(':')[0]!));
+    if (exported === undefined) cannot(`_typeFilter ${filter}: ${type} is not among the types exported (${types.join(', ')}).`);
+    else if (parameters.length === 0 || notFilter) cannot(`_typeFilter ${filter}: a _typeFilter is a search of its type's parameters (see /metadata)${notFilter ? `, not ${notFilter[0]}` : ''}.`);
+    else {
+      try {
+        // Parsed here to refuse what the run could not; the run parses it again into SQL.
+        parseSearch(exported, Object.fromEntries(parameters), { employerId, encryptionKey: ctx.encryptionKey });
+        typeFilters.push({ type: exported, search });
+      } catch (error) {
+        cannot(`_typeFilter ${filter}: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  const elementNames = values('_elements').flatMap((list) => list.split(',')).map((name) => name.trim()).filter(Boolean);
+  const elements = Object.fromEntries(
+    types.flatMap((type) => {
+      const asked = elementsFor(type, elementNames.filter((name) => name.startsWith(`${type}.`) || !name.includes('.')), () => {});
+      return asked.length === 0 ? [] : [[type, keptKeys(type, asked)]];
+    }),
+  );
+  for (const name of elementNames) {
+    const applies = types.some((type) => elementsFor(type, [name], () => {}).length > 0);
+    if (!applies) cannot(`_elements ${name} is no element of the types exported (${types.join(', ')}).`);
+  }
+
+  return { types, since, ...(patients.length > 0 && level !== 'system' ? { patients } : {}), typeFilters, elements, ignored };
 }
 
 export function bulkDataRoutes(): RoutePlugin {
@@ -102,7 +167,9 @@ export function bulkDataRoutes(): RoutePlugin {
             // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
             if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError('not_found', `No cohort ${group}.`);
-            const parameters = bulkRequestOf(request, query, body as z.infer<typeof parametersBody>);
+            const parameters = bulkRequestOf(ctx, request, {
+              query, body: body as z.infer<typeof parametersBody>, level: level.group ? 'group' : level.path === '' ? 'system' : 'patient', employerId: principal.employerId,
+            });
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             await startExport(ctx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
@@ -136,7 +203,7 @@ export function bulkDataRoutes(): RoutePlugin {
         }
         const request = row.request as BulkRequest;
         reply.header('expires', new Date(row.expires_at!).toUTCString()).type('application/json');
-        return { transactionTime: row.transaction_time, request: request.url, requiresAccessToken: true, output: await bulkOutput(ctx, row), error: [] };
+        return { transactionTime: row.transaction_time, request: request.url, requiresAccessToken: true, ...(await bulkOutput(ctx, row)) };
       },
     });
 
