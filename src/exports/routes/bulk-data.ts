@@ -46,6 +46,8 @@ const kickOffQuery = z
     _type: z.union([z.string().max(500), z.array(z.string().max(500)).max(20)]).optional().meta({ description: `Comma-separated resource types, of ${FHIR_RESOURCE_TYPES.join(', ')}; all by default.` }),
     _since: z.string().max(40).optional().meta({ description: 'Only resources last updated after this instant.' }),
     _outputFormat: z.string().max(100).optional().meta({ description: 'application/fhir+ndjson (default), application/ndjson or ndjson.' }),
+    _typeFilter: z.union([z.string().max(2000), z.array(z.string().max(2000)).max(20)]).optional().meta({ description: '<Type>?<search>: only the resources of the type one of its searches matches (the search parameters of /api/fhir/metadata; no _count, _sort, _include, _elements, _summary).' }),
+    _elements: z.string().max(1000).optional().meta({ description: 'Comma-separated elements (`element` for every type, `Type.element` for one): the resources keep these, id, meta and their mandatory elements, tagged SUBSETTED; a type none applies to is exported whole.' }),
   })
   .catchall(z.unknown());
 const parametersBody = z
@@ -153,7 +155,9 @@ export function bulkDataRoutes(): RoutePlugin {
           summary: level.summary,
           description:
             `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. ${exportLimitsDescription(ctx.config)} ` +
-            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.` +
+            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported. ` +
+            'A parameter or value it cannot honour is 400, unless `Prefer: handling=lenient`: then it is ignored and the manifest\'s `error` lists a file of OperationOutcomes saying what was.' +
+            (level.path === '' ? ' `patient` (POST) is for the Patient and Group levels.' : ' `patient` (POST, valueReference Patient/<id>, repeated) limits the export to those patients.') +
             (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : '') +
             ` ${WHO_MAY_CALL}`,
           tags,
