@@ -9,12 +9,12 @@ import { decodeEverythingCursor, encodeEverythingCursor, patientEverything } fro
 import { DEFAULT_COUNT, MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
 import { FHIR_RESOURCE_TYPES, isFhirResourceType } from '../events.ts';
 import { gone } from '../patient.ts';
-import { fhirResponse, findVisibleResource, readAuth, type FhirInteraction } from './interaction.ts';
+import { fhirResponse, findVisibleResource, readAuth, resourceParams, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export const EVERYTHING_DEFINITION = 'http://hl7.org/fhir/OperationDefinition/Patient-everything';
 
-const everythingParams = z.object({ id: z.string().max(64).regex(/^[A-Za-z0-9.-]{1,64}$/, 'a FHIR id') });
+const everythingParams = resourceParams.pick({ id: true });
 const everythingQuery = z.object({
   _type: z.string().max(500).optional().meta({ description: `Comma-separated resource types, of ${FHIR_RESOURCE_TYPES.join(', ')}; all by default.` }),
   _since: z.string().max(40).optional().meta({ description: 'Only resources last updated after this instant.' }),
