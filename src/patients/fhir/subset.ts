@@ -20,22 +20,16 @@ function alwaysKept(resourceType: FhirResourceType): string[] {
 }
 
 /**
- * The names of `_elements` (comma-separated, each `element` or `Type.element`) that apply to
- * `resourceType`; an element the type does not have is 400 `invalid` (`unknown`: told to the caller
- * instead, for Bulk Data's lenient handling).
+ * The elements of `resourceType` an `_elements` list names (each `element` or `Type.element`; another
+ * type's are skipped), and the names it does not have.
  */
-export function elementsFor(resourceType: FhirResourceType, values: string[], unknown?: (name: string) => void): string[] {
+export function elementsFor(resourceType: FhirResourceType, values: string[]): { elements: string[]; unknown: string[] } {
   const names = elementNames(resourceType);
-  return values.flatMap((value) => {
+  const ofType = values.flatMap((value) => {
     const [type, element] = value.includes('.') ? value.split('.', 2) : [resourceType, value];
-    if (type !== resourceType) return [];
-    if (!names.has(element!)) {
-      if (unknown) unknown(value);
-      else throw fhirError('invalid', `_elements: ${resourceType} has no element ${element}.`);
-      return [];
-    }
-    return [element!];
+    return type === resourceType ? [{ value, element: element! }] : [];
   });
+  return { elements: ofType.filter(({ element }) => names.has(element)).map(({ element }) => element), unknown: ofType.filter(({ element }) => !names.has(element)).map(({ value }) => value) };
 }
 
 /**
@@ -74,7 +68,11 @@ export const subsetQuery = {
 /** The keys of the subset a request asks for (null: the whole resource). `count` is the search's to honour. */
 export function requestedSubset(resourceType: FhirResourceType, query: { _elements?: string | undefined; _summary?: Summary | undefined }): string[] | null {
   if (query._elements !== undefined && query._summary !== undefined && query._summary !== 'false') throw fhirError('invalid', '_elements and _summary cannot be used together.');
-  if (query._elements !== undefined) return keptKeys(resourceType, elementsFor(resourceType, query._elements.split(',').map((name) => name.trim()).filter(Boolean)));
+  if (query._elements !== undefined) {
+    const { elements, unknown } = elementsFor(resourceType, query._elements.split(',').map((name) => name.trim()).filter(Boolean));
+    if (unknown.length > 0) throw fhirError('invalid', `_elements: ${resourceType} has no element ${unknown.join(', ')}.`);
+    return keptKeys(resourceType, elements);
+  }
   switch (query._summary) {
     case 'true':
       return keptKeys(resourceType, 'summary');
