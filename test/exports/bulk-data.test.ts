@@ -1,15 +1,14 @@
 // FHIR Bulk Data driven as a client would (plain fetch): kick-off (system, patient and group level) by
 // POST Parameters and by GET query, polling, the manifest, NDJSON downloads whose every line is a valid
-// R4 resource (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
+// R4 resource (test/support/fhir-validate.ts) (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
 // unsupported, 429 while one runs, 500 once one failed, cancel, 404 for another employer, and 403 for a
 // PATIENT session.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertExport, markFailed } from '../../src/exports/store.ts';
-import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
-import { expectValidFhir } from '../support/fhir-validate.ts';
+import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import type { TestService } from '../support/service.ts';
 import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
 import { waitUntil } from '../webhooks/helpers.ts';
@@ -17,8 +16,16 @@ import { exportTenant, rosterOf, uploadPatients, type ExportTenant } from './hel
 
 let service: TestService;
 let stop: () => Promise<void>;
-beforeAll(async () => ({ service, stop } = await startServiceWithReceiver()));
-afterAll(() => stop?.());
+let stopValidating: (() => void) | undefined;
+beforeAll(async () => {
+  ({ service, stop } = await startServiceWithReceiver());
+  // Every FHIR body under /api/fhir (OperationOutcomes; a manifest is no resource) is checked by both R4 validators.
+  stopValidating = validateFhirResponses(`${service.url}/api/fhir`);
+});
+afterAll(async () => {
+  stopValidating?.();
+  await stop?.();
+});
 
 const async = { prefer: 'respond-async', accept: 'application/fhir+json' };
 
@@ -83,7 +90,7 @@ describe('FHIR Bulk Data export', () => {
 
     const patients = await linesOf(tenant, manifest.output[0].url);
     const exportedObservations = await linesOf(tenant, manifest.output[1].url);
-    for (const resource of [...patients, ...exportedObservations]) expect(validationIssues(resource)).toEqual([]);
+    for (const resource of [...patients, ...exportedObservations]) expectValidFhir(resource);
     const roster = await rosterOf(tenant.api);
     expect(patients.map((p) => p.id).sort()).toEqual(roster.map((p) => p.id).sort());
     expect(patients.some((p) => p.id === erased.id)).toBe(false);
@@ -127,7 +134,7 @@ describe('FHIR Bulk Data export', () => {
     expect(manifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 3], ['Observation', 1]]);
     const patients = await linesOf(tenant, manifest.output[0].url);
     const observations = await linesOf(tenant, manifest.output[1].url);
-    for (const resource of [...patients, ...observations]) expect(validationIssues(resource)).toEqual([]);
+    for (const resource of [...patients, ...observations]) expectValidFhir(resource);
     expect(patients.map((p) => p.id).sort()).toEqual(members.map((p) => p.id).sort());
     expect(observations.map((o) => o.id)).toEqual([memberObservation]);
 

@@ -1,7 +1,8 @@
-// _elements and _summary=true (FHIR R4 search 3.1.1.5.9 and 3.1.1.5.8): a resource cut down to the
-// elements asked for, or to its summary elements (isSummary in its StructureDefinition), always with
-// id, meta and its mandatory elements (so it stays valid), and marked SUBSETTED in meta.tag. What each
-// type's elements are comes from the R4 definitions the validator indexed (validate.ts).
+// _elements and _summary (FHIR R4 search 3.1.1.5.9 and 3.1.1.5.8), on search, read and Bulk Data: a
+// resource cut down to the elements asked for, or to its summary elements (isSummary in its
+// StructureDefinition; `text`, or all but text, for _summary=text and data), always with id, meta and
+// its mandatory elements (so it stays valid), and marked SUBSETTED in meta.tag. What each type's
+// elements are comes from the R4 definitions the validator indexed (validate.ts).
 import { getDataType } from '@medplum/core';
 import { z } from 'zod';
 import type { FhirJson, FhirResourceType } from '../events.ts';
