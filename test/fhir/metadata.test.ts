@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { registeredRoutes } from '../support/route-list.ts';
 import { client, base, responseOf, expectValid, service } from './fhir-api.ts';
 
-/** The route each interaction code and operation of the statement stands for (fastify's syntax, under /api/fhir). */
+/** The route each interaction code and operation of the statement stands for (fastify's syntax, under /api/fhir; `/` is /api/fhir itself). */
 const ROUTE_OF: Record<string, string> = {
   'read': 'GET /:resourceType/:id',
   'vread': 'GET /:resourceType/:id/_history/:versionId',
@@ -56,11 +56,12 @@ describe('metadata', () => {
       ...rest.resource.flatMap((resource: any) => (resource.interaction ?? []).map((interaction: any) => ROUTE_OF[interaction.code])),
       ...rest.resource.flatMap((resource: any) => (resource.operation ?? []).map((operation: any) => ROUTE_OF[`${resource.type} ${operation.name}`])),
       ...(rest.operation ?? []).map((operation: any) => ROUTE_OF[`system ${operation.name}`]),
+      ...(rest.interaction ?? []).map((interaction: any) => ROUTE_OF[`system ${interaction.code}`]),
     ]);
     expect(listed.has(undefined as never), 'an interaction or operation without a known route').toBe(false);
     const served = registeredRoutes(service.server!)
-      .filter((route) => route.url.startsWith('/api/fhir/') && route.method !== 'OPTIONS')
-      .map((route) => `${route.method} ${route.url.slice('/api/fhir'.length)}`);
+      .filter((route) => (route.url === '/api/fhir' || route.url.startsWith('/api/fhir/')) && route.method !== 'OPTIONS')
+      .map((route) => `${route.method} ${route.url.slice('/api/fhir'.length) || '/'}`);
     for (const route of listed) expect(served, route).toContain(route);
     expect(served.filter((route) => !listed.has(route) && !PARTS.includes(route))).toEqual([]);
   });
