@@ -10,8 +10,10 @@
 //     kid, claims, jti recorded), 8 concurrent clients, assertions signed beforehand;
 // (e) the same read with a SMART access token (Authorization: Bearer) against with the API key,
 //     alternated rounds at 32 connections: ratio bearer/key, goal >= 0.9.
+// (f) p50/p99 of GET /api/fhir/Patient/{id}/$everything?_count=100 for a patient with 100 resources
+//     (itself and 99 Observations created through the API), one sequential client, one page each.
 // The FHIR and token rate limits are lifted for the run (FHIR caps an employer at 120 requests a minute).
-//   npm run bench -- fhir [patients=100000] [email searches=1000] [seconds per read run=10]
+//   npm run bench -- fhir [patients=100000] [email searches=1000] [seconds per read run=10] [$everything requests=500]
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -30,14 +32,14 @@ const ROWS_PER_UPLOAD = 10_000;
 const CONNECTIONS = 32;
 
 export default async function fhirBench(args: string[]) {
-  const [patientCount = 100_000, searchCount = 1000, seconds = 10] = args.map(Number);
+  const [patientCount = 100_000, searchCount = 1000, seconds = 10, everythingCount = 500] = args.map(Number);
   const service = await startBenchService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000000', SMART_TOKEN_RATE_LIMIT_PER_MIN: '100000000', PROJECTION_WAIT_TIMEOUT_MS: '60000' } });
   const http = new Pool(service.url, { connections: 1 });
   const actor = { type: 'system', id: 'bench' } as const;
   try {
     const { employerId, adminUserId } = await createEmployer(service.ctx, { tenantId: null, actor }, { name: 'Bench', adminEmail: 'admin@bench.test' });
     const { rawKey } = await createApiKey(service.ctx, { tenantId: employerId, actor }, {
-      name: 'bench', scopes: ['fhir:read', 'cohort:write'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: 100_000_000, createdBy: adminUserId, now: Date.now(),
+      name: 'bench', scopes: ['fhir:read', 'fhir:write', 'cohort:write'], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: 100_000_000, createdBy: adminUserId, now: Date.now(),
     });
     const headers = { 'x-api-key': rawKey, 'x-api-version': '2026-02-01' };
     const emailOf = (i: number) => `member.${i}@bench.test`;
@@ -104,6 +106,24 @@ export default async function fhirBench(args: string[]) {
       await reference.stop();
     }
     await smartBench(service, { employerId, adminUserId }, `/api/fhir/Patient/${someId}`, headers, seconds);
+
+    // (f) $everything of a patient with 100 resources
+    for (let i = 0; i < 99; i++) {
+      const observation = { resourceType: 'Observation', status: 'final', code: { text: `reading ${i}` }, subject: { reference: `Patient/${someId}` }, valueQuantity: { value: i, unit: 'kg' } };
+      const response = await http.request({ method: 'POST', path: '/api/fhir/Observation', headers: { ...headers, 'content-type': 'application/fhir+json' }, body: JSON.stringify(observation) });
+      await response.body.dump();
+      if (response.statusCode !== 201) throw new Error(`creating an Observation answered ${response.statusCode}`);
+    }
+    const everything: number[] = [];
+    for (let i = 0; i < everythingCount; i++) {
+      const started = performance.now();
+      const response = await http.request({ method: 'GET', path: `/api/fhir/Patient/${someId}/$everything?_count=100`, headers });
+      const bundle = JSON.parse(await response.body.text());
+      everything.push(performance.now() - started);
+      if (response.statusCode !== 200 || bundle.entry.length !== 100) throw new Error(`$everything answered ${response.statusCode} with ${bundle.entry?.length} entries`);
+    }
+    everything.sort((a, b) => a - b);
+    console.log(`(f) Patient/$everything of 100 resources, one page, ${everythingCount} sequential requests: p50 ${percentile(everything, 50).toFixed(2)} ms, p99 ${percentile(everything, 99).toFixed(2)} ms`);
   } finally {
     await http.close();
     await service.stopAll();

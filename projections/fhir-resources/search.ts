@@ -13,11 +13,15 @@ import type { FhirJson, FhirResourceType } from '../../src/patients/events.ts';
 import { prototypeNameIn, prototypeNameMessage } from '../../src/http/prototypes.ts';
 import { normaliseValue, SEARCH_PARAMETERS, startsWithPattern, type SearchParameter } from './search-parameters.ts';
 
-const DEFAULT_COUNT = 20;
+export const DEFAULT_COUNT = 20;
 export const MAX_COUNT = 1000;
 
-/** Parameters that shape the result rather than filter it. `_format` is content negotiation. */
+/** Parameters that page the result rather than filter it. `_format` is content negotiation. */
 const RESULT_PARAMETERS = new Set(['_count', '_sort', '_cursor', '_format', '_total']);
+/** Parameters that add to or cut down the result (the route applies _elements and _summary); carried by the links. */
+const SHAPING_PARAMETERS = new Set(['_include', '_include:iterate', '_revinclude', '_revinclude:iterate', '_elements', '_summary']);
+/** At most this many resources are included (_include, _revinclude) with one page. */
+export const MAX_INCLUDED = 1000;
 const DATE_PREFIXES = ['eq', 'gt', 'ge', 'lt', 'le'] as const;
 type DatePrefix = (typeof DATE_PREFIXES)[number];
 
@@ -27,11 +31,15 @@ const invalidSearch = (message: string) => new DomainError('invalid', 'INVALID_S
 type Condition = FragmentSqlToken;
 type Cursor = { direction: 'next' | 'previous'; at: string; id: string };
 
+/** A reference search parameter followed from the matches: `Observation:subject` (include) or, searching Patients, to them (revinclude). */
+export type Inclusion = { direction: 'include' | 'revinclude'; sourceType: FhirResourceType; parameter: string };
+
 export type SearchRequest = {
   resourceType: FhirResourceType;
   conditions: Condition[];
-  /** The filtering parameters as given, for the links. */
+  /** The parameters as given but the paging ones, for the links. */
   filters: [string, string][];
+  inclusions: Inclusion[];
   count: number;
   descending: boolean;
   cursor: Cursor | null;
@@ -56,9 +64,12 @@ export function parseSearch(resourceType: FhirResourceType, query: QueryParamete
   const total = single('_total');
   if (total !== undefined && !['none', 'estimate', 'accurate'].includes(total)) throw invalidSearch('_total is none, estimate or accurate.');
 
+  const summary = single('_summary');
+
   const parameters = new Map(SEARCH_PARAMETERS[resourceType].map((parameter) => [parameter.name, parameter]));
   const filters = entries.filter(([name]) => !RESULT_PARAMETERS.has(name));
-  const conditions = filters.map(([name, value]) => {
+  const inclusions = filters.filter(([name]) => name.startsWith('_include') || name.startsWith('_revinclude')).map(([name, value]) => parseInclusion(resourceType, name, value));
+  const conditions = filters.filter(([name]) => !SHAPING_PARAMETERS.has(name)).map(([name, value]) => {
     // Names come from the query string and from If-None-Exist; the lookups below are a Map and a Set.
     const prototypeName = prototypeNameIn(name);
     if (prototypeName !== undefined) throw invalidSearch(prototypeNameMessage(prototypeName));
@@ -74,7 +85,29 @@ export function parseSearch(resourceType: FhirResourceType, query: QueryParamete
     }
     return valueCondition(parameter, values, (email) => emailBlindIndex(context.encryptionKey, context.employerId, email));
   });
-  return { resourceType, conditions, filters, count: Math.min(count, MAX_COUNT), descending: sort.startsWith('-'), cursor: cursorText === undefined ? null : decodeSearchCursor(cursorText) };
+  return { resourceType, conditions, filters, inclusions, count: summary === 'count' ? 0 : Math.min(count, MAX_COUNT), descending: sort.startsWith('-'), cursor: cursorText === undefined ? null : decodeSearchCursor(cursorText) };
+}
+
+/** The reference parameters of each type (`Observation:subject`), each with the type it points to. */
+export function referenceParameters(sourceType: FhirResourceType): { name: string; target: FhirResourceType }[] {
+  return SEARCH_PARAMETERS[sourceType].filter((parameter) => parameter.type === 'reference').map(({ name }) => ({ name, target: 'Patient' as const }));
+}
+
+/** The _include values a search of `resourceType` takes (`Observation:subject`). */
+export const includeValues = (resourceType: FhirResourceType) => referenceParameters(resourceType).map(({ name }) => `${resourceType}:${name}`);
+
+/** The _revinclude values a search of `resourceType` takes: the reference parameters of every type that point to it. */
+export const revIncludeValues = (resourceType: FhirResourceType) =>
+  (Object.keys(SEARCH_PARAMETERS) as FhirResourceType[]).flatMap((sourceType) => referenceParameters(sourceType).filter(({ target }) => target === resourceType).map(({ name }) => `${sourceType}:${name}`));
+
+/** `_include=Observation:subject[:Patient]` or `_revinclude=...`; `:iterate` follows nothing further here (every reference points to a Patient). */
+function parseInclusion(resourceType: FhirResourceType, name: string, value: string): Inclusion {
+  const direction = name.startsWith('_revinclude') ? 'revinclude' : 'include';
+  const [sourceType, parameter, target] = value.split(':');
+  const allowed = direction === 'include' ? includeValues(resourceType) : revIncludeValues(resourceType);
+  const known = allowed.includes(`${sourceType}:${parameter}`) && (target === undefined || target === 'Patient');
+  if (!known) throw invalidSearch(`_${direction}=${value} is not supported for ${resourceType}; supported: ${allowed.join(', ') || 'none'}.`);
+  return { direction, sourceType: sourceType as FhirResourceType, parameter: parameter! };
 }
 
 /** Comma separates alternatives (OR); `\,` is a literal comma. */
@@ -227,4 +260,28 @@ export async function runSearch(db: CommonQueryMethods, employerId: string, requ
     next: hasNext ? { direction: 'next', at: last.at, id: last.id } : null,
     previous: hasPrevious ? { direction: 'previous', at: first.at, id: first.id } : null,
   };
+}
+
+/**
+ * The resources _include and _revinclude add to a page of `matches`: live, of the employer, under the
+ * same `restrictions` (a PATIENT session's compartment), none of the matches, each once; at most
+ * MAX_INCLUDED, oldest first.
+ */
+export async function runInclusions(db: CommonQueryMethods, employerId: string, request: SearchRequest, matches: FhirJson[], restrictions: Condition[]): Promise<FhirJson[]> {
+  if (request.inclusions.length === 0 || matches.length === 0) return [];
+  const ids = matches.map((resource) => String(resource.id));
+  const followed = request.inclusions.map(({ direction, sourceType, parameter }) =>
+    direction === 'include'
+      ? sql.fragment`(r.resource_type = 'Patient' AND 'Patient/' || r.id IN (SELECT s.value FROM fhir_search_values s
+          WHERE s.employer_id = ${employerId} AND s.resource_type = ${sourceType} AND s.param = ${parameter} AND s.resource_id = ANY(${sql.array(ids, 'text')})))`
+      : sql.fragment`(r.resource_type = ${sourceType} AND EXISTS (SELECT 1 FROM fhir_search_values s
+          WHERE s.employer_id = r.employer_id AND s.resource_type = r.resource_type AND s.resource_id = r.id AND s.param = ${parameter}
+            AND s.value = ANY(${sql.array(ids.map((id) => `${request.resourceType}/${id}`), 'text')})))`,
+  );
+  const notMatched = sql.fragment`NOT (r.resource_type = ${request.resourceType} AND r.id = ANY(${sql.array(ids, 'text')}))`;
+  const rows = await db.any(sql.type(resultRow)`
+    SELECT r.id, r.resource, r.last_updated::text AS at FROM fhir_resources r
+    WHERE ${sql.join([sql.fragment`r.employer_id = ${employerId}`, sql.fragment`NOT r.erased`, notMatched, or(followed), ...restrictions], sql.fragment` AND `)}
+    ORDER BY r.last_updated, r.resource_type, r.id LIMIT ${MAX_INCLUDED}`);
+  return rows.map((row) => row.resource as FhirJson);
 }

@@ -81,7 +81,7 @@ async function runExport(ctx: AppContext, processLease: ProcessLease, job: Expor
   const started = await ctx.db.slonik.transaction(async (tx) => {
     const row = await lockExport(tx, job.employerId, job.exportId);
     if (!row || (row.status !== 'pending' && row.status !== 'running')) return row;
-    const totalRows = () => (row.kind === 'csv' ? countPatients(tx, row.employer_id) : countBulkResources(tx, row));
+    const totalRows = () => (row.kind === 'csv' ? countPatients(tx, row.employer_id) : countBulkResources(tx, row, ctx.encryptionKey));
     return startRun(tx, row, { totalRows, lease, workerId: helpers.job.locked_by ?? 'unknown' });
   });
   if (!started || (started.status !== 'running' && started.status !== 'completed')) return;

@@ -15,6 +15,7 @@ import type { AppContext } from '../app-context.ts';
 import { defaultErrorShape, fieldValidationError, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { registerSecuritySchemes } from './openapi.ts';
+import { createRouteMethods } from './route-methods.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
 /**
@@ -121,9 +122,17 @@ export async function buildServer(
     if (serviceError.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendServiceError(reply, request, serviceError, request.routeOptions.config?.errorShape ?? defaultErrorShape);
   });
-  fastify.setNotFoundHandler((request, reply) =>
-    sendServiceError(reply, request, { status: 404, code: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}.`, details: {} }),
-  );
+  // No route answers: 405 with Allow when other methods are served at the path, else 404; in the
+  // shape of the path's prefix (an OperationOutcome under /api/fhir).
+  const routeMethods = createRouteMethods();
+  fastify.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
+  fastify.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = routeMethods.at(path);
+    if (allowed.length === 0) return sendServiceError(reply, request, { status: 404, code: 'NOT_FOUND', message: `No route ${request.method} ${path}.`, details: {} }, shapeForPath(path));
+    reply.header('allow', allowed.join(', '));
+    return sendServiceError(reply, request, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${request.method} is not served at ${path}; allowed: ${allowed.join(', ')}.`, details: { allowed } }, shapeForPath(path));
+  });
 
   fastify.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   fastify.get('/readyz', async (_request, reply) => {

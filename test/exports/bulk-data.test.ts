@@ -1,14 +1,14 @@
 // FHIR Bulk Data driven as a client would (plain fetch): kick-off (system, patient and group level) by
 // POST Parameters and by GET query, polling, the manifest, NDJSON downloads whose every line is a valid
-// R4 resource (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
+// R4 resource (test/support/fhir-validate.ts) (no erased patient, no duplicate, a group's only its cohort's), 400 for what is
 // unsupported, 429 while one runs, 500 once one failed, cancel, 404 for another employer, and 403 for a
 // PATIENT session.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertExport, markFailed } from '../../src/exports/store.ts';
-import { validationIssues } from '../../src/patients/fhir/validate.ts';
 import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import type { TestService } from '../support/service.ts';
 import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
 import { waitUntil } from '../webhooks/helpers.ts';
@@ -16,8 +16,16 @@ import { exportTenant, rosterOf, uploadPatients, type ExportTenant } from './hel
 
 let service: TestService;
 let stop: () => Promise<void>;
-beforeAll(async () => ({ service, stop } = await startServiceWithReceiver()));
-afterAll(() => stop?.());
+let stopValidating: (() => void) | undefined;
+beforeAll(async () => {
+  ({ service, stop } = await startServiceWithReceiver());
+  // Every FHIR body under /api/fhir (OperationOutcomes; a manifest is no resource) is checked by both R4 validators.
+  stopValidating = validateFhirResponses(`${service.url}/api/fhir`);
+});
+afterAll(async () => {
+  stopValidating?.();
+  await stop?.();
+});
 
 const async = { prefer: 'respond-async', accept: 'application/fhir+json' };
 
@@ -53,11 +61,11 @@ async function linesOf(tenant: ExportTenant, url: string): Promise<any[]> {
   return text.trimEnd().split('\n').map((line) => JSON.parse(line));
 }
 
-async function observationFor(tenant: ExportTenant, patientId: string) {
+async function observationFor(tenant: ExportTenant, patientId: string, code = '29463-7') {
   const created = await tenant.fetch('/api/fhir/Observation', {
     method: 'POST',
     headers: { 'content-type': 'application/fhir+json' },
-    body: JSON.stringify({ resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '29463-7' }] }, subject: { reference: `Patient/${patientId}` }, valueQuantity: { value: 70, unit: 'kg' } }),
+    body: JSON.stringify({ resourceType: 'Observation', status: 'final', code: { coding: [{ system: 'http://loinc.org', code }] }, subject: { reference: `Patient/${patientId}` }, valueQuantity: { value: 70, unit: 'kg' } }),
   });
   expect(created.status).toBe(201);
   return ((await created.json()) as any).id as string;
@@ -82,7 +90,7 @@ describe('FHIR Bulk Data export', () => {
 
     const patients = await linesOf(tenant, manifest.output[0].url);
     const exportedObservations = await linesOf(tenant, manifest.output[1].url);
-    for (const resource of [...patients, ...exportedObservations]) expect(validationIssues(resource)).toEqual([]);
+    for (const resource of [...patients, ...exportedObservations]) expectValidFhir(resource);
     const roster = await rosterOf(tenant.api);
     expect(patients.map((p) => p.id).sort()).toEqual(roster.map((p) => p.id).sort());
     expect(patients.some((p) => p.id === erased.id)).toBe(false);
@@ -126,7 +134,7 @@ describe('FHIR Bulk Data export', () => {
     expect(manifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 3], ['Observation', 1]]);
     const patients = await linesOf(tenant, manifest.output[0].url);
     const observations = await linesOf(tenant, manifest.output[1].url);
-    for (const resource of [...patients, ...observations]) expect(validationIssues(resource)).toEqual([]);
+    for (const resource of [...patients, ...observations]) expectValidFhir(resource);
     expect(patients.map((p) => p.id).sort()).toEqual(members.map((p) => p.id).sort());
     expect(observations.map((o) => o.id)).toEqual([memberObservation]);
 
@@ -136,6 +144,70 @@ describe('FHIR Bulk Data export', () => {
       expect(((await refused.json()) as any)).toMatchObject({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'not-found' }] });
     }
     expect(await service.ctx.db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM exports WHERE employer_id = ${other.employerId}`)).toBe(0);
+  });
+
+  it('limits an export to the patients of `patient`, the searches of `_typeFilter` and the elements of `_elements` (SUBSETTED, still valid R4)', async () => {
+    const tenant = await exportTenant(service);
+    const cohort = await uploadPatients(tenant.api, Array.from({ length: 3 }, (_, i) => ({ email: `limit.${i}@example.test`, firstName: `Limit${i}`, lastName: 'Patient' })));
+    const [ada, bob, cy] = await rosterOf(tenant.api);
+    const adaWeight = await observationFor(tenant, ada.id);
+    const adaHeight = await observationFor(tenant, ada.id, '8302-2');
+    const bobWeight = await observationFor(tenant, bob.id);
+    await observationFor(tenant, cy.id);
+    const post = (parameter: unknown[]) => ({ method: 'POST', headers: { 'content-type': 'application/fhir+json' }, body: JSON.stringify({ resourceType: 'Parameters', parameter }) });
+    const patient = (id: string) => ({ name: 'patient', valueReference: { reference: `Patient/${id}` } });
+    const filesOf = async (manifest: any) => Object.fromEntries(await Promise.all(manifest.output.map(async (file: any) => [file.type, (await linesOf(tenant, file.url)).map(expectValidFhir)])));
+    const ids = (resources: any[] | undefined) => (resources ?? []).map((resource) => resource.id).sort();
+
+    const two = await filesOf(await manifestOf(tenant, await kickOff(tenant, '/Patient/$export', post([patient(ada.id), patient(bob.id), { name: '_type', valueString: 'Patient,Observation' }]))));
+    expect(ids(two.Patient)).toEqual([ada.id, bob.id].sort());
+    expect(ids(two.Observation)).toEqual([adaWeight, adaHeight, bobWeight].sort());
+    const inGroup = await filesOf(await manifestOf(tenant, await kickOff(tenant, `/Group/${cohort}/$export`, post([patient(cy.id), { name: '_type', valueString: 'Patient' }]))));
+    expect(ids(inGroup.Patient)).toEqual([cy.id]);
+
+    const weights = await filesOf(await manifestOf(tenant, await kickOff(tenant, '/Patient/$export', post([
+      patient(ada.id), { name: '_type', valueString: 'Observation' },
+      { name: '_typeFilter', valueString: 'Observation?code=http://loinc.org|29463-7' }, { name: '_typeFilter', valueString: `Observation?_id=${bobWeight}` },
+    ]))));
+    expect(ids(weights.Observation)).toEqual([adaWeight]);
+    const byQuery = await filesOf(await manifestOf(tenant, await kickOff(tenant, `/$export?_type=Observation&_typeFilter=${encodeURIComponent(`Observation?subject=Patient/${bob.id}`)}`)));
+    expect(ids(byQuery.Observation)).toEqual([bobWeight]);
+
+    const subset = await filesOf(await manifestOf(tenant, await kickOff(tenant, '/Patient/$export', post([patient(ada.id), { name: '_type', valueString: 'Patient,Observation' }, { name: '_elements', valueString: 'Patient.birthDate,subject' }]))));
+    for (const resource of [...subset.Patient, ...subset.Observation]) expect(resource.meta.tag).toEqual([{ system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'SUBSETTED', display: 'subsetted' }]);
+    expect(Object.keys(subset.Patient[0]).every((key) => ['resourceType', 'id', 'meta', 'birthDate'].includes(key))).toBe(true);
+    expect(Object.keys(subset.Observation[0]).sort()).toEqual(['code', 'id', 'meta', 'resourceType', 'status', 'subject']);
+  });
+
+  it('refuses what it cannot honour with 400, and under Prefer: handling=lenient ignores it and says so in the manifest\'s error file', async () => {
+    const tenant = await exportTenant(service);
+    await uploadPatients(tenant.api, [{ email: 'lenient@example.test', firstName: 'Lenient', lastName: 'Patient' }]);
+    const refused = [
+      '/$export?includeAssociatedData=LatestProvenanceResources',
+      `/$export?_typeFilter=${encodeURIComponent('Observation?_count=1')}`,
+      `/$export?_typeFilter=${encodeURIComponent('Observation?shoeSize=42')}`,
+      `/$export?_type=Patient&_typeFilter=${encodeURIComponent('Observation?status=final')}`,
+      '/$export?_elements=shoeSize',
+      '/$export?_type=Practitioner,Patient',
+    ];
+    for (const path of refused) {
+      const response = await tenant.fetch(`/api/fhir${path}`, { headers: async });
+      expect(response.status, path).toBe(400);
+      expect(expectValidFhir(await response.json()).issue[0].code, path).toBe('invalid');
+    }
+    const systemPatient = await tenant.fetch('/api/fhir/$export', { method: 'POST', headers: { ...async, 'content-type': 'application/fhir+json' }, body: JSON.stringify({ resourceType: 'Parameters', parameter: [{ name: 'patient', valueReference: { reference: 'Patient/x' } }] }) });
+    expect(systemPatient.status).toBe(400);
+
+    const lenient = { prefer: 'respond-async, handling=lenient' };
+    const manifest = await manifestOf(tenant, await kickOff(tenant, `/$export?_type=Patient,Practitioner&_elements=shoeSize&_typeFilter=${encodeURIComponent('Patient?_count=1')}`, { headers: lenient }));
+    expect(manifest.output.map((file: any) => [file.type, file.count])).toEqual([['Patient', 1]]);
+    expect(manifest.error).toEqual([{ type: 'OperationOutcome', url: expect.stringMatching(/\/files\/OperationOutcome-1\.ndjson$/), count: 3 }]);
+    const outcomes = (await linesOf(tenant, manifest.error[0].url)).map(expectValidFhir);
+    expect(outcomes.map((outcome) => outcome.issue[0].diagnostics)).toEqual([
+      expect.stringContaining('_type Practitioner'), expect.stringContaining('_typeFilter Patient?_count=1'), expect.stringContaining('_elements shoeSize'),
+    ]);
+    const [patient] = await linesOf(tenant, manifest.output[0].url);
+    expect(patient.meta.tag).toBeUndefined();
   });
 
   it('answers 429 with Retry-After while an export of the employer is in flight', async () => {

@@ -1,10 +1,12 @@
 // The FHIR API's tests share one service and fhir-kit-client (a client nobody here wrote) clients of
-// three employers; importing this module starts them for the importing test file. Every resource
-// returned is checked by the R4 validator (expectValid).
+// three employers; importing this module starts them for the importing test file. Every FHIR body a
+// test receives under /api/fhir, through the clients or plain fetch, is checked by the shared validators
+// (test/support/fhir-validate.ts).
 import { Client, RESPONSE_KEY } from 'fhir-kit-client';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { validationIssues } from '../../src/patients/fhir/validate.ts';
+import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 export let service: TestService;
@@ -21,9 +23,12 @@ async function clientFor(scopes: ('fhir:read' | 'fhir:write')[]) {
   return { client: new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) }), headers: keyHeaders(rawKey) };
 }
 
+let stopValidating: (() => void) | undefined;
+
 beforeAll(async () => {
   service = await startTestService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000' } });
   base = `${service.url}/api/fhir`;
+  stopValidating = validateFhirResponses(base);
   ({ client, headers: mainHeaders } = await clientFor(['fhir:read', 'fhir:write']));
   ({ client: otherClient } = await clientFor(['fhir:read', 'fhir:write']));
   const tenant = await service.createTenant();
@@ -31,23 +36,21 @@ beforeAll(async () => {
   readOnlyClient = new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) });
 });
 afterAll(async () => {
+  stopValidating?.();
   await service?.stop();
 });
 
 /** The response behind a fhir-kit-client result (headers, status). */
 export const responseOf = (result: unknown) => (result as Record<string, Response>)[RESPONSE_KEY]!;
 
-export function expectValid(resource: unknown) {
-  expect(validationIssues(resource)).toEqual([]);
-  return resource as any;
-}
+/** The shared check of test/support/fhir-validate.ts, under the name these tests have used. */
+export const expectValid = expectValidFhir;
 
 /** The status and OperationOutcome of a call that must fail. */
 export async function failure(call: Promise<unknown>): Promise<{ status: number; outcome: any }> {
   const error = (await call.then(() => null, (thrown) => thrown)) as { response?: { status: number; data: any } } | null;
   if (!error?.response) throw new Error('the call succeeded');
   expect(error.response.data.resourceType).toBe('OperationOutcome');
-  expectValid(error.response.data);
   return { status: error.response.status, outcome: error.response.data };
 }
 
@@ -63,3 +66,19 @@ export const newPatient = (extra: Record<string, unknown> = {}) => {
     ...extra,
   };
 };
+
+/** The headers of a signed-in PATIENT user of the employer with this e-mail (its compartment is the Patient with that e-mail). */
+export async function patientSessionHeaders(employerId: string, email: string): Promise<Record<string, string>> {
+  const { userId } = await registerUser(service.ctx.commands, { tenantId: employerId, actor: { type: 'system', id: 'test' } }, {
+    employerId, role: 'PATIENT', active: true, source: 'scim',
+    profile: { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null },
+  });
+  return service.sessionHeaders(await service.signIn(employerId, userId));
+}
+
+/** A client of a new employer (an API key with fhir:read and fhir:write) and the employer's id. */
+export async function newEmployerClient() {
+  const tenant = await service.createTenant();
+  const { rawKey } = await createApiKey(service, tenant, { scopes: ['fhir:read', 'fhir:write'], rateLimitPerMinute: 100_000 });
+  return { employerId: tenant.employerId, client: new Client({ baseUrl: base, customHeaders: keyHeaders(rawKey) }), headers: keyHeaders(rawKey) };
+}

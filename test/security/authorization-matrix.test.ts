@@ -117,6 +117,7 @@ const PATIENT_OPERATIONS = [
   'POST /api/fhir/{resourceType}/_search',
   'GET /api/fhir/{resourceType}/{id}',
   'GET /api/fhir/{resourceType}/{id}/_history/{versionId}',
+  'GET /api/fhir/Patient/{id}/$everything',
 ];
 
 function cronExpectation(caller: Caller): Expected {

@@ -1,7 +1,10 @@
 // FHIR Bulk Data routes (Bulk Data Access IG 2.0, SPEC 4.4): kick-off at [base]/$export,
 // [base]/Patient/$export and [base]/Group/{cohortId}/$export (GET, or POST with a Parameters body or
 // the same parameters in the query), status and manifest at /api/fhir/bulk-export/{exportId}, its
-// NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. Every patient resource type is in
+// NDJSON files, and DELETE to cancel. Errors are OperationOutcomes. The kick-off parameters are the
+// IG's: _type, _since, _outputFormat, patient (Patient and Group level), _typeFilter (the search
+// parameters of /metadata) and _elements; what it cannot honour is 400, or with `Prefer:
+// handling=lenient` ignored and told in the manifest's `error` file. Every patient resource type is in
 // the Patient compartment, so the system and patient kick-offs export the same resources; a group's
 // are those of the cohort's patients.
 //
@@ -10,18 +13,17 @@
 // these routes (403 `forbidden`); it reads its records with FHIR search. So an export is seen, read
 // and cancelled only by callers who may start one.
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
 import type { Principal } from '../../auth/principal.ts';
-import { FHIR_RESOURCE_TYPES } from '../../patients/events.ts';
 import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../patients/fhir/outcome.ts';
 import { defineRoute } from '../../http/route.ts';
-import { instantMillis, INSTANT_RANGE_MESSAGE } from '../../http/instant.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import { BULK_FILE_MAX_LINES, bulkOutput, bulkStatusUrl, type BulkRequest } from '../bulk-data.ts';
+import { bulkRequestOf, kickOffQuery, parametersBody } from '../bulk-kick-off.ts';
 import { getCohort } from '../../../projections/patients/queries.ts';
 import { exportLimitsDescription } from '../admission.ts';
 import { cancelExport, fileStream, getExport } from '../store.ts';
@@ -33,44 +35,12 @@ const auth = { modes: ['apiKey', 'smartToken', 'session'], scope: 'fhir:read', r
 const WHO_MAY_CALL =
   'Needs an API key with fhir:read, a SMART access token granting read (system/*.rs, or per type: an export holds only the types granted), or an EMPLOYER_ADMIN session; a PATIENT session is 403 (OperationOutcome `forbidden`): ' +
   'Bulk Data is population-level, and a patient reads its own compartment with FHIR search. The same callers, and only they, see, download and cancel exports.';
-const NDJSON_FORMATS = new Set(['application/fhir+ndjson', 'application/ndjson', 'ndjson']);
 /** What a client is told to wait between polls. */
 const RETRY_AFTER_SECONDS = 2;
 
-const kickOffQuery = z
-  .object({
-    _type: z.union([z.string().max(500), z.array(z.string().max(500)).max(20)]).optional().meta({ description: `Comma-separated resource types, of ${FHIR_RESOURCE_TYPES.join(', ')}; all by default.` }),
-    _since: z.string().max(40).optional().meta({ description: 'Only resources last updated after this instant.' }),
-    _outputFormat: z.string().max(100).optional().meta({ description: 'application/fhir+ndjson (default), application/ndjson or ndjson.' }),
-  })
-  .catchall(z.unknown());
-const parametersBody = z
-  .object({ resourceType: z.literal('Parameters'), parameter: z.array(z.object({ name: z.string().max(100) }).catchall(z.unknown())).max(50).optional() })
-  .optional()
-  .meta({ description: 'A FHIR Parameters resource with _type, _since, _outputFormat (valueString / valueInstant).' });
 const exportIdParams = z.object({ exportId: z.string().max(64) });
 const groupParams = z.object({ cohortId: z.string().max(100).meta({ description: 'A cohort id (a cohort upload is a Group)' }) });
 const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
-
-/** The kick-off's parameters, from the query and a Parameters body together (clients send either). */
-function bulkRequestOf(request: FastifyRequest, query: z.infer<typeof kickOffQuery>, body: z.infer<typeof parametersBody>): Omit<BulkRequest, 'url'> {
-  const values = (name: string): string[] => {
-    const fromQuery = query[name];
-    const fromBody = (body?.parameter ?? []).filter((p) => p.name === name).map((p) => p.valueString ?? p.valueInstant ?? p.valueCode);
-    return [...(Array.isArray(fromQuery) ? fromQuery : fromQuery === undefined ? [] : [fromQuery]), ...fromBody].map(String);
-  };
-  if (!String(request.headers.prefer ?? '').includes('respond-async')) throw fhirError('invalid', 'A bulk export needs the header Prefer: respond-async.');
-  const formats = values('_outputFormat');
-  const badFormat = formats.find((format) => !NDJSON_FORMATS.has(format));
-  if (badFormat) throw fhirError('invalid', `_outputFormat ${badFormat} is not supported: application/fhir+ndjson only.`);
-  const requested = values('_type').flatMap((types) => types.split(',')).map((type) => type.trim()).filter(Boolean);
-  const unsupported = requested.filter((type) => !(FHIR_RESOURCE_TYPES as readonly string[]).includes(type));
-  if (unsupported.length > 0) throw fhirError('invalid', `_type ${unsupported.join(', ')} is not supported; the types exported are ${FHIR_RESOURCE_TYPES.join(', ')}.`);
-  const since = values('_since')[0] ?? null;
-  if (since !== null && instantMillis(since) === undefined) throw fhirError('invalid', `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}; got ${since}.`);
-  const types = requested.length > 0 ? FHIR_RESOURCE_TYPES.filter((type) => requested.includes(type)) : [...FHIR_RESOURCE_TYPES];
-  return { types, since };
-}
 
 /** A SMART access token exports only the types its scopes let it read (403 when none of those asked). */
 function grantedTypesOf(principal: Principal, parameters: Omit<BulkRequest, 'url'>): Omit<BulkRequest, 'url'> {
@@ -98,7 +68,9 @@ export function bulkDataRoutes(): RoutePlugin {
           summary: level.summary,
           description:
             `Needs \`Prefer: respond-async\`. 202 with \`Content-Location\` = the status URL. ${exportLimitsDescription(ctx.config)} ` +
-            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported.` +
+            `Files are NDJSON, one resource type each, at most ${BULK_FILE_MAX_LINES} resources a file, kept EXPORT_RETENTION_DAYS (7 by default). Erased patients are never exported. ` +
+            'A parameter or value it cannot honour is 400, unless `Prefer: handling=lenient`: then it is ignored and the manifest\'s `error` lists a file of OperationOutcomes saying what was.' +
+            (level.path === '' ? ' `patient` (POST) is for the Patient and Group levels.' : ' `patient` (POST, valueReference Patient/<id>, repeated) limits the export to those patients.') +
             (level.group ? ' The cohort is a cohort upload of the employer (its current members); an unknown cohort, or another employer\'s, is 404.' : '') +
             ` ${WHO_MAY_CALL}`,
           tags,
@@ -112,7 +84,9 @@ export function bulkDataRoutes(): RoutePlugin {
             // Another employer's cohort is 404 whatever the parameters: nothing about it is told.
             const group = level.group ? (params as z.infer<typeof groupParams>).cohortId : undefined;
             if (group !== undefined && !(await getCohort(ctx.db.slonik, principal.employerId, group))) throw fhirError('not_found', `No cohort ${group}.`);
-            const parameters = grantedTypesOf(principal, bulkRequestOf(request, query, body as z.infer<typeof parametersBody>));
+            const parameters = grantedTypesOf(principal, bulkRequestOf(ctx, request, {
+              query, body: body as z.infer<typeof parametersBody>, level: level.group ? 'group' : level.path === '' ? 'system' : 'patient', employerId: principal.employerId,
+            }));
             const bulkRequest: BulkRequest = { ...parameters, ...(group !== undefined ? { group } : {}), url: `${ctx.config.PUBLIC_BASE_URL}${request.url}` };
             const exportId = randomUUID();
             await startExport(ctx, { employerId: principal.employerId, exportId, kind: 'fhir', request: bulkRequest });
@@ -146,7 +120,7 @@ export function bulkDataRoutes(): RoutePlugin {
         }
         const request = row.request as BulkRequest;
         reply.header('expires', new Date(row.expires_at!).toUTCString()).type('application/json');
-        return { transactionTime: row.transaction_time, request: request.url, requiresAccessToken: true, output: await bulkOutput(ctx, row), error: [] };
+        return { transactionTime: row.transaction_time, request: request.url, requiresAccessToken: true, ...(await bulkOutput(ctx, row)) };
       },
     });
 

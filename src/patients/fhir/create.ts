@@ -2,10 +2,10 @@
 import { commandContextOf } from '../../auth/principal.ts';
 import { parseSearch, runSearch } from '../../../projections/fhir-resources/search.ts';
 import { createFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, respondWritten, typeParams, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, respondWritten, typeParams, writeAuth, type FhirApi, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
-export function createInteraction({ ctx, route, base }: FhirApi) {
+function createRoutes({ ctx, route, base }: FhirApi) {
   route({
     method: 'POST',
     url: '/:resourceType',
@@ -44,3 +44,8 @@ export function createInteraction({ ctx, route, base }: FhirApi) {
     },
   });
 }
+
+export const createInteraction: FhirInteraction = {
+  statement: { resource: () => ({ interaction: [{ code: 'create' }], conditionalCreate: true }) },
+  routes: createRoutes,
+};

@@ -1,6 +1,9 @@
 // What the FHIR interactions (one file each: metadata.ts, search.ts, read.ts, vread.ts, create.ts,
-// update.ts) share: the route helper routes.ts builds (base path, OperationOutcome errors, the rate
-// limit, the FHIR content type), their auth and path parameters, and reading and answering resources.
+// update.ts, everything.ts) share: the route helper routes.ts builds (base path, OperationOutcome
+// errors, the rate limit, the FHIR content type), their auth and path parameters, reading and
+// answering resources, and the shape of an interaction: its routes and what it adds to the
+// CapabilityStatement.
+import type { CapabilityStatementRest, CapabilityStatementRestResource } from '@medplum/fhirtypes';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
@@ -26,6 +29,24 @@ export type FhirApi = {
   route: FhirRoute;
   /** The absolute URL of FHIR_PATH (PUBLIC_BASE_URL), for links and Location. */
   base: string;
+  /** What every interaction and operation served under FHIR_PATH says of itself, for the CapabilityStatement. */
+  statement: StatementPart[];
+};
+
+/**
+ * What one interaction adds to the CapabilityStatement (metadata.ts merges them: arrays concatenate,
+ * other values are set): to the entry of each served resource type, and to the rest entry (system
+ * interactions, system operations, entries of other types such as Group).
+ */
+export type StatementPart = {
+  resource?: (resourceType: FhirResourceType) => Partial<CapabilityStatementRestResource>;
+  rest?: Partial<CapabilityStatementRest>;
+};
+
+/** A FHIR interaction or operation: the routes it defines and what it says of itself in /metadata. */
+export type FhirInteraction = {
+  statement: StatementPart;
+  routes(api: FhirApi): void;
 };
 
 export const readAuth = { modes: ['apiKey', 'smartToken', 'session'], scope: 'fhir:read' } as const;

@@ -1,21 +1,37 @@
 // Read (GET /api/fhir/:resourceType/:id): the current version from the read model; 410 once its
-// patient has been erased.
+// patient has been erased. If-None-Match with its current ETag is 304 (conditional read); _elements
+// and _summary return a subset (subset.ts).
+import { z } from 'zod';
 import { gone } from '../patient.ts';
-import { fhirResponse, findVisibleResource, knownType, readAuth, resourceParams, sendResource, type FhirApi } from './interaction.ts';
+import { fhirResponse, findVisibleResource, headerOf, knownType, readAuth, resourceParams, sendResource, type FhirInteraction } from './interaction.ts';
+import { fhirError } from './outcome.ts';
+import { requestedSubset, subset, subsetQuery } from './subset.ts';
 
-export function readInteraction({ ctx, route }: FhirApi) {
-  route({
-    method: 'GET',
-    url: '/:resourceType/:id',
-    summary: 'Read a resource (410 once its patient has been erased)',
-    auth: readAuth,
-    params: resourceParams,
-    responses: { 200: fhirResponse('The resource') },
-    handler: async ({ params, principal, reply }) => {
-      const resourceType = knownType(params.resourceType);
-      const found = await findVisibleResource(ctx, principal, resourceType, params.id);
-      if (found.erased || !found.resource) throw gone();
-      return sendResource(reply, found.resource);
-    },
-  });
-}
+const readQuery = z.object(subsetQuery);
+
+export const readInteraction: FhirInteraction = {
+  statement: { resource: () => ({ interaction: [{ code: 'read' }], conditionalRead: 'not-match' }) },
+  routes: ({ ctx, route }) =>
+    route({
+      method: 'GET',
+      url: '/:resourceType/:id',
+      summary: 'Read a resource (410 once its patient has been erased)',
+      description: 'If-None-Match with the current ETag (W/"<versionId>", compared weakly, or *) answers 304 without a body.',
+      auth: readAuth,
+      params: resourceParams,
+      querystring: readQuery,
+      responses: { 200: fhirResponse('The resource'), 304: { description: 'Not modified: the ETag of If-None-Match is current' } },
+      handler: async ({ params, query, principal, request, reply }) => {
+        const resourceType = knownType(params.resourceType);
+        if (query._summary === 'count') throw fhirError('invalid', '_summary=count is for searches.');
+        const keys = requestedSubset(resourceType, query);
+        const found = await findVisibleResource(ctx, principal, resourceType, params.id);
+        if (found.erased || !found.resource) throw gone();
+        // Weak comparison (RFC 9110 13.1.2): W/"2" and "2" name the same version.
+        const version = `"${found.resource.meta.versionId}"`;
+        const ifNoneMatch = headerOf(request, 'if-none-match');
+        if (ifNoneMatch?.split(',').some((tag) => ['*', version].includes(tag.trim().replace(/^W\//, '')))) return reply.status(304).header('etag', `W/${version}`).send();
+        return sendResource(reply, keys === null ? found.resource : subset(found.resource, keys));
+      },
+    }),
+};

@@ -1,7 +1,8 @@
 // FHIR R4 under /api/fhir (SPEC 4.4), one file per interaction in the manner of Medplum: metadata
 // (metadata.ts), and for each resource type search (search.ts: GET and POST _search), read (read.ts),
 // vread (vread.ts), create (create.ts: conditional with If-None-Exist) and update (update.ts: If-Match
-// against the stream revision). JSON only (application/fhir+json, application/json, _format=json): XML
+// against the stream revision); Patient/{id}/$everything (everything.ts). FHIR_INTERACTIONS lists
+// them: each defines its routes and says what it adds to the CapabilityStatement. JSON only (application/fhir+json, application/json, _format=json): XML
 // is 406 (Accept) or 415 (Content-Type). Errors are OperationOutcomes (outcome.ts). 120 requests a
 // minute per employer. A PATIENT session reads only its own compartment (compartment.ts).
 import type { Principal } from '../../auth/principal.ts';
@@ -9,8 +10,10 @@ import { defineRoute } from '../../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets } from '../../http/token-buckets.ts';
 import { FHIR_JSON_VALUES_MAX } from '../../http/limits.ts';
+import { bulkDataStatement } from '../../exports/bulk-data.ts';
 import { createInteraction } from './create.ts';
-import { FHIR_PATH, type FhirApi, type FhirRoute } from './interaction.ts';
+import { everythingInteraction } from './everything.ts';
+import { FHIR_PATH, type FhirApi, type FhirInteraction, type FhirRoute } from './interaction.ts';
 import { metadataInteraction } from './metadata.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from './outcome.ts';
 import { readInteraction } from './read.ts';
@@ -20,6 +23,10 @@ import { loadFhirDefinitions } from './validate.ts';
 import { vreadInteraction } from './vread.ts';
 
 const tags = ['FHIR'];
+
+const FHIR_INTERACTIONS: FhirInteraction[] = [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, everythingInteraction];
+/** The CapabilityStatement's parts: the interactions', and Bulk Data's $export (the exports capability serves it). */
+const STATEMENT = [...FHIR_INTERACTIONS.map((interaction) => interaction.statement), bulkDataStatement];
 const JSON_FORMATS = new Set(['json', 'application/json', 'application/fhir+json']);
 
 const acceptsJson = (accept: string) =>
@@ -61,7 +68,7 @@ export function fhirRoutes(): RoutePlugin {
         },
       });
 
-    const api: FhirApi = { ctx, route, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}` };
-    for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction]) interaction(api);
+    const api: FhirApi = { ctx, route, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}`, statement: STATEMENT };
+    for (const interaction of FHIR_INTERACTIONS) interaction.routes(api);
   };
 }

@@ -1,12 +1,20 @@
 // Search (GET /api/fhir/:resourceType and POST _search): a searchset Bundle, keyset-paged through its
-// next and previous links. The SQL is the read model's (projections/fhir-resources/search.ts); a
-// PATIENT session's search is confined to its compartment.
+// next and previous links, with the resources _include and _revinclude add (search.mode include), cut
+// down by _elements or _summary (subset.ts). The SQL is the read model's
+// (projections/fhir-resources/search.ts); a PATIENT session's search, and what it includes, is confined
+// to its compartment.
 import type { Bundle } from '@medplum/fhirtypes';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
-import { encodeSearchCursor, MAX_COUNT, parseSearch, runSearch, type QueryParameters, type SearchRequest } from '../../../projections/fhir-resources/search.ts';
+import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
+import {
+  encodeSearchCursor, includeValues, MAX_COUNT, MAX_INCLUDED, parseSearch, revIncludeValues, runInclusions, runSearch, type QueryParameters, type SearchRequest, type SearchResult,
+} from '../../../projections/fhir-resources/search.ts';
+import type { FhirJson } from '../events.ts';
 import { compartmentCondition, compartmentOf } from './compartment.ts';
-import { fhirBundleSchema, fhirResponse, knownType, readAuth, typeParams, type FhirApi } from './interaction.ts';
+import { fhirBundleSchema, fhirResponse, knownType, readAuth, typeParams, type FhirApi, type FhirInteraction } from './interaction.ts';
+import { fhirError } from './outcome.ts';
+import { requestedSubset, subset, subsetQuery, SUMMARY_VALUES, type Summary } from './subset.ts';
 
 const searchValue = z.union([z.string().max(2000), z.array(z.string().max(2000)).max(20)]);
 const searchQuery = z
@@ -14,16 +22,33 @@ const searchQuery = z
     _count: z.string().max(10).optional().meta({ description: `Page size, default 20, at most ${MAX_COUNT} (larger values are capped); 0 gives only the total.` }),
     _sort: z.string().max(20).optional().meta({ description: '_lastUpdated (default) or -_lastUpdated' }),
     _cursor: z.string().max(400).optional().meta({ description: 'Paging state; taken from a next or previous link, never made up.' }),
+    _include: searchValue.optional().meta({ description: `Include the Patients the matches reference: <Type>:subject or <Type>:patient of the searched type (:iterate accepted, nothing further to follow); at most ${MAX_INCLUDED} included resources a page.` }),
+    _revinclude: searchValue.optional().meta({ description: 'Searching Patients, include the resources that reference them: <Type>:subject or <Type>:patient (see /api/fhir/metadata searchRevInclude).' }),
+    ...subsetQuery,
   })
   .catchall(searchValue)
   .meta({ description: "Search parameters of the type (see /api/fhir/metadata); unknown ones are 400 'invalid'." });
 
-export function searchInteraction({ ctx, route, base }: FhirApi) {
+/** Parameters every type searches by, columns of fhir_resources. */
+const COMMON_PARAMETERS = [
+  { name: '_id', type: 'token', documentation: 'The resource id' },
+  { name: '_lastUpdated', type: 'date', documentation: 'When the resource last changed (also the one sort key: _sort=_lastUpdated, the default, or -_lastUpdated)' },
+] as const;
+
+const single = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
+function searchRoutes({ ctx, route, base }: FhirApi) {
   const search = async (principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> => {
     const resourceType = knownType(type);
     const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
-    const restricted = { ...request, conditions: [...request.conditions, ...compartmentCondition(await compartmentOf(ctx, principal))] };
-    return searchBundle(base, request, await runSearch(ctx.db.slonik, principal.employerId, restricted));
+    const summary = single(parameters._summary);
+    if (summary !== undefined && !(SUMMARY_VALUES as readonly string[]).includes(summary)) throw fhirError('invalid', `_summary is one of ${SUMMARY_VALUES.join(', ')}.`);
+    const keys = requestedSubset(resourceType, { _elements: single(parameters._elements), _summary: summary as Summary | undefined });
+    const restrictions = compartmentCondition(await compartmentOf(ctx, principal));
+    const result = await runSearch(ctx.db.slonik, principal.employerId, { ...request, conditions: [...request.conditions, ...restrictions] });
+    const included = await runInclusions(ctx.db.slonik, principal.employerId, request, result.resources, restrictions);
+    const shown = (resource: FhirJson) => (keys === null || resource.resourceType !== resourceType ? resource : subset(resource, keys));
+    return searchBundle(base, request, { ...result, resources: result.resources.map(shown) }, included);
   };
 
   route({
@@ -54,7 +79,19 @@ export function searchInteraction({ ctx, route, base }: FhirApi) {
   });
 }
 
-function searchBundle(base: string, request: SearchRequest, result: Awaited<ReturnType<typeof runSearch>>): Bundle {
+export const searchInteraction: FhirInteraction = {
+  statement: {
+    resource: (resourceType) => ({
+      interaction: [{ code: 'search-type' }],
+      searchParam: [...COMMON_PARAMETERS, ...SEARCH_PARAMETERS[resourceType]].map(({ name, type, documentation }) => ({ name, type, documentation })),
+      searchInclude: includeValues(resourceType),
+      searchRevInclude: revIncludeValues(resourceType),
+    }),
+  },
+  routes: searchRoutes,
+};
+
+function searchBundle(base: string, request: SearchRequest, result: SearchResult, included: FhirJson[]): Bundle {
   const link = (relation: string, cursor: string | null) => {
     const query = new URLSearchParams(request.filters);
     query.set('_count', String(request.count));
@@ -73,7 +110,10 @@ function searchBundle(base: string, request: SearchRequest, result: Awaited<Retu
     ],
     // FHIR JSON has no empty arrays: a page without entries (_count=0, no match) leaves `entry` out.
     ...(result.resources.length === 0 ? {} : {
-      entry: result.resources.map((resource) => ({ fullUrl: `${base}/${resource.resourceType}/${resource.id}`, resource: resource as never, search: { mode: 'match' as const } })),
+      entry: [
+        ...result.resources.map((resource) => ({ fullUrl: `${base}/${resource.resourceType}/${resource.id}`, resource: resource as never, search: { mode: 'match' as const } })),
+        ...included.map((resource) => ({ fullUrl: `${base}/${resource.resourceType}/${resource.id}`, resource: resource as never, search: { mode: 'include' as const } })),
+      ],
     }),
   };
 }

@@ -2,10 +2,10 @@
 // current version (412 when stale).
 import { commandContextOf } from '../../auth/principal.ts';
 import { updateFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
-export function updateInteraction({ ctx, route, base }: FhirApi) {
+function updateRoutes({ ctx, route, base }: FhirApi) {
   route({
     method: 'PUT',
     url: '/:resourceType/:id',
@@ -31,3 +31,8 @@ export function updateInteraction({ ctx, route, base }: FhirApi) {
     },
   });
 }
+
+export const updateInteraction: FhirInteraction = {
+  statement: { resource: () => ({ interaction: [{ code: 'update' }], updateCreate: false, conditionalUpdate: false }) },
+  routes: updateRoutes,
+};

@@ -6,13 +6,13 @@ import { withMeta } from '../../../projections/fhir-resources/queries.ts';
 import { patientStream, resourceStream } from '../commands.ts';
 import { sealContext, type FhirJson } from '../events.ts';
 import { gone } from '../patient.ts';
-import { fhirResponse, findVisibleResource, knownType, readAuth, resourceParams, sendResource, type FhirApi } from './interaction.ts';
+import { fhirResponse, findVisibleResource, knownType, readAuth, resourceParams, sendResource, type FhirApi, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 const VERSIONED_EVENTS = new Set(['PatientRegistered', 'PatientUpdated', 'ClinicalResourceCreated', 'ClinicalResourceUpdated']);
 const versionParams = resourceParams.extend({ versionId: z.string().max(9).regex(/^[1-9]\d{0,8}$/, 'a version number') });
 
-export function vreadInteraction({ ctx, route }: FhirApi) {
+function vreadRoutes({ ctx, route }: FhirApi) {
   route({
     method: 'GET',
     url: '/:resourceType/:id/_history/:versionId',
@@ -42,3 +42,8 @@ export function vreadInteraction({ ctx, route }: FhirApi) {
     },
   });
 }
+
+export const vreadInteraction: FhirInteraction = {
+  statement: { resource: () => ({ interaction: [{ code: 'vread' }], versioning: 'versioned', readHistory: true }) },
+  routes: vreadRoutes,
+};
