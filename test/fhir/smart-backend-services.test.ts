@@ -124,3 +124,27 @@ describe('Bulk Data driven by a bearer token', () => {
     }
   });
 });
+
+describe('a token granted some types only', () => {
+  it('reads no other type through _include, _revinclude or $everything', async () => {
+    const observationsOnly = await accessToken(service, await registerSmartClient(service, tenant, { scopes: ['system/Observation.rs'] }), 'system/Observation.rs');
+    const patientsOnly = await accessToken(service, await registerSmartClient(service, tenant, { scopes: ['system/Patient.rs'] }), 'system/Patient.rs');
+    const get = async (path: string, bearer: string) => {
+      const response = await fetch(`${base}/${path}`, { headers: { authorization: `Bearer ${bearer}` } });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+
+    const included = await get('Observation?_include=Observation:subject', observationsOnly);
+    expect(included.status).toBe(403);
+    expect(included.body.resourceType).toBe('OperationOutcome');
+    expect((await get(`Patient?_id=${patientIds[0]}&_revinclude=Observation:subject`, patientsOnly)).status).toBe(403);
+    expect((await get(`Patient/${patientIds[0]}/$everything`, observationsOnly)).status).toBe(403);
+
+    const everything = await get(`Patient/${patientIds[0]}/$everything`, patientsOnly);
+    expect(everything.status).toBe(200);
+    expect(everything.body.entry.map((entry: any) => entry.resource.resourceType)).toEqual(['Patient']);
+    // With every type granted, the same patient's everything holds its Observations too.
+    const all = await get(`Patient/${patientIds[0]}/$everything`, token);
+    expect(all.body.entry.map((entry: any) => entry.resource.resourceType).sort()).toEqual(['Observation', 'Observation', 'Patient']);
+  });
+});

@@ -18,7 +18,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
 import type { Principal } from '../../auth/principal.ts';
-import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
+import { FHIR_PATH, mayRead } from '../../patients/fhir/interaction.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../patients/fhir/outcome.ts';
 import { defineRoute } from '../../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
@@ -44,9 +44,7 @@ const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
 
 /** A SMART access token exports only the types its scopes let it read (403 when none of those asked). */
 function grantedTypesOf(principal: Principal, parameters: Omit<BulkRequest, 'url'>): Omit<BulkRequest, 'url'> {
-  const readable = principal.kind === 'smartClient' ? principal.resourceTypes['fhir:read'] : 'all';
-  if (readable === 'all' || readable === undefined) return parameters;
-  const types = parameters.types.filter((type) => readable.includes(type));
+  const types = parameters.types.filter((type) => mayRead(principal, type));
   if (types.length === 0) throw fhirError('forbidden', `The access token may read none of the types asked for (${parameters.types.join(', ')}).`);
   return { ...parameters, types };
 }

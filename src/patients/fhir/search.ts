@@ -12,7 +12,7 @@ import {
 } from '../../../projections/fhir-resources/search.ts';
 import type { FhirJson } from '../events.ts';
 import { compartmentCondition, compartmentOf } from './compartment.ts';
-import { fhirBundleSchema, fhirResponse, knownType, readAuth, typeParams, type FhirApi, type FhirInteraction } from './interaction.ts';
+import { fhirBundleSchema, fhirResponse, knownType, mayRead, readAuth, typeParams, type FhirApi, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 import { requestedSubset, subset, subsetQuery, SUMMARY_VALUES, type Summary } from './subset.ts';
 
@@ -46,6 +46,8 @@ function searchRoutes({ ctx, route, base }: FhirApi) {
     const keys = requestedSubset(resourceType, { _elements: single(parameters._elements), _summary: summary as Summary | undefined });
     const restrictions = compartmentCondition(await compartmentOf(ctx, principal));
     const result = await runSearch(ctx.db.slonik, principal.employerId, { ...request, conditions: [...request.conditions, ...restrictions] });
+    const refused = request.inclusions.map((inclusion) => (inclusion.direction === 'include' ? 'Patient' : inclusion.sourceType)).find((type) => !mayRead(principal, type));
+    if (refused) throw fhirError('forbidden', `The access token's scopes do not allow reading ${refused}, which _include/_revinclude asks for.`);
     const included = await runInclusions(ctx.db.slonik, principal.employerId, request, result.resources, restrictions);
     const shown = (resource: FhirJson) => (keys === null || resource.resourceType !== resourceType ? resource : subset(resource, keys));
     return searchBundle(base, request, { ...result, resources: result.resources.map(shown) }, included);
