@@ -31,9 +31,11 @@ export const ssoProjection = defineProjection<SsoConfigurationEvent>({
     for (const event of events) {
       const { employerId } = event.data;
       const at = event.metadata.occurredAt;
+      const assignments = assignmentsOf(event);
+      if (assignments.length === 0) continue;
       await tx.query(sql.unsafe`INSERT INTO sso_configurations (employer_id, updated_at) VALUES (${employerId}, ${at}) ON CONFLICT DO NOTHING`);
       await tx.query(sql.unsafe`
-        UPDATE sso_configurations SET ${sql.join(assignmentsOf(event), sql.fragment`, `)}
+        UPDATE sso_configurations SET ${sql.join(assignments, sql.fragment`, `)}
         WHERE employer_id = ${employerId}`);
     }
     // Every process drops its cached SCIM token lookups (src/sso/scim-token.ts). Sent before the
@@ -48,13 +50,22 @@ function settingAssignments(changes: Partial<SsoSettings>) {
   );
 }
 
+/** Certificates set directly replace the retiring ones; a new metadata URL clears its refresh's failure (as the decider's evolve). */
+function directSettingAssignments(changes: Partial<SsoSettings>) {
+  return [
+    ...settingAssignments(changes),
+    ...(changes.samlCertificates === undefined ? [] : [sql.fragment`saml_retiring_certificates = '[]'`]),
+    ...(changes.samlMetadataUrl === undefined ? [] : [sql.fragment`saml_metadata_refresh_failure = NULL`]),
+  ];
+}
+
 /** The columns an event sets: settings in effect (and updated_at) for changes, the pending change for proposals. */
 function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
   const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'SsoConfigurationUpdated': {
       const { changes, issuedScimToken, revokedScimTokenId } = event.data;
-      const assignments = settingAssignments(changes);
+      const assignments = directSettingAssignments(changes);
       if (issuedScimToken) {
         assignments.push(
           sql.fragment`scim_token_id = ${issuedScimToken.tokenId}`,
@@ -71,8 +82,23 @@ function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
       return [sql.fragment`pending_trust_change = ${sql.jsonb(pending)}`];
     }
     case 'SsoTrustChangeConfirmed':
-      return [...settingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
+      return [...directSettingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
     case 'SsoTrustChangeDiscarded':
       return [sql.fragment`pending_trust_change = NULL`];
+    case 'SamlMetadataRefreshed': {
+      const { addedCertificates, retiringCertificates, removedCertificates, entryPoint } = event.data;
+      const leaving = sql.jsonb([...retiringCertificates.map((entry) => entry.certificate), ...removedCertificates, ...addedCertificates]);
+      return [
+        sql.fragment`saml_certificates = (SELECT coalesce(jsonb_agg(pem ORDER BY n), '[]') FROM jsonb_array_elements(saml_certificates) WITH ORDINALITY AS c(pem, n) WHERE NOT ${leaving} @> jsonb_build_array(pem)) || ${sql.jsonb(addedCertificates)}`,
+        sql.fragment`saml_retiring_certificates = (SELECT coalesce(jsonb_agg(r ORDER BY n), '[]') FROM jsonb_array_elements(saml_retiring_certificates) WITH ORDINALITY AS c(r, n) WHERE NOT ${leaving} @> jsonb_build_array(r->'certificate')) || ${sql.jsonb(retiringCertificates)}`,
+        ...(entryPoint === null ? [] : [sql.fragment`saml_entry_point = ${entryPoint}`]),
+        sql.fragment`saml_metadata_refreshed_at = ${at}`,
+        sql.fragment`saml_metadata_refresh_failure = NULL`,
+      ];
+    }
+    case 'SamlMetadataRefreshFailed':
+      return [sql.fragment`saml_metadata_refresh_failure = ${sql.jsonb({ at, code: event.data.code, message: event.data.message })}`];
+    case 'SamlCertificateExpiryWarned':
+      return []; // the warning is in the audit log and the mail; GET computes the banner from the certificates
   }
 }

@@ -1,7 +1,8 @@
 // Events of the SSO configuration (src/sso/sso-configuration.ts) and of SAML login attempts
 // (src/sso/saml-login.ts). The sso read model (projections/sso/) applies the configuration's: settings
 // changed at once (SsoConfigurationUpdated), and SAML trust changes made with an API key, pending until
-// an administrator confirms them in a session (SsoTrustChangeProposed, ...Confirmed, ...Discarded).
+// an administrator confirms them in a session (SsoTrustChangeProposed, ...Confirmed, ...Discarded),
+// the IdP metadata read again (SamlMetadataRefreshed, ...RefreshFailed) and expiry warnings.
 import { z } from 'zod';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
@@ -55,6 +56,38 @@ const ssoTrustChangeProposed = eventSchema('SsoTrustChangeProposed', z.object({
 /** An administrator confirmed the pending change in a session: `changes` took effect (those that still differed). */
 const ssoTrustChangeConfirmed = eventSchema('SsoTrustChangeConfirmed', z.object({ employerId: z.string(), changeId: z.string(), changes: samlTrustChangesSchema }));
 const ssoTrustChangeDiscarded = eventSchema('SsoTrustChangeDiscarded', z.object({ employerId: z.string(), changeId: z.string() }));
+
+/** A signing certificate the IdP's metadata no longer lists: still trusted until `trustedUntil` (the grace period). */
+const retiringCertificate = z.object({ certificate: z.string(), trustedUntil: z.string() });
+export type RetiringCertificate = z.infer<typeof retiringCertificate>;
+
+/**
+ * The IdP metadata at `metadataUrl` (the one in effect) read again, by the daily job or an administrator,
+ * and what changed: certificates it newly lists (trusted from now), certificates it no longer lists
+ * (retiring: trusted until the grace period ends), retiring ones whose grace ended (no longer trusted),
+ * and its SSO entry point when that moved. All empty: a refresh that succeeded after a failed one.
+ */
+const samlMetadataRefreshed = eventSchema('SamlMetadataRefreshed', z.object({
+  employerId: z.string(),
+  metadataUrl: z.string(),
+  addedCertificates: z.array(z.string()),
+  retiringCertificates: z.array(retiringCertificate),
+  removedCertificates: z.array(z.string()),
+  entryPoint: z.string().nullable(),
+}));
+/** Reading the metadata failed (unreachable, invalid, or naming another IdP): the last good metadata stays in effect. */
+const samlMetadataRefreshFailed = eventSchema('SamlMetadataRefreshFailed', z.object({ employerId: z.string(), metadataUrl: z.string(), code: z.string(), message: z.string() }));
+
+/** Days before the last valid IdP signing certificate expires when the administrators are warned, once each. */
+export const CERTIFICATE_EXPIRY_WARNING_DAYS = [30, 7, 1] as const;
+/** The administrators were warned that the last valid IdP signing certificate expires at `validTo`. */
+const samlCertificateExpiryWarned = eventSchema('SamlCertificateExpiryWarned', z.object({
+  employerId: z.string(),
+  fingerprintSha256: z.string(),
+  subject: z.string(),
+  validTo: z.string(),
+  daysBefore: z.literal([...CERTIFICATE_EXPIRY_WARNING_DAYS]),
+}));
 
 /** Settings of an employer that never saved any. */
 export const DEFAULT_SSO_SETTINGS: SsoSettings = {
@@ -113,13 +146,23 @@ const samlLoginsRefused = eventSchema('SamlLoginsRefused', z.object({
 }));
 
 const samlLoginEvents = [samlLoginSucceeded, samlLoginFailed] as const;
-const ssoConfigurationEvents = [ssoConfigurationUpdated, ssoTrustChangeProposed, ssoTrustChangeConfirmed, ssoTrustChangeDiscarded] as const;
+const ssoConfigurationEvents = [
+  ssoConfigurationUpdated,
+  ssoTrustChangeProposed,
+  ssoTrustChangeConfirmed,
+  ssoTrustChangeDiscarded,
+  samlMetadataRefreshed,
+  samlMetadataRefreshFailed,
+  samlCertificateExpiryWarned,
+] as const;
 export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents, samlLoginsRefused] as const;
 
 export type SsoConfigurationUpdated = EventOf<typeof ssoConfigurationUpdated>;
 export type SsoTrustChangeProposed = EventOf<typeof ssoTrustChangeProposed>;
 export type SsoTrustChangeConfirmed = EventOf<typeof ssoTrustChangeConfirmed>;
 export type SsoTrustChangeDiscarded = EventOf<typeof ssoTrustChangeDiscarded>;
+export type SamlMetadataRefreshed = EventOf<typeof samlMetadataRefreshed>;
+export type SamlCertificateExpiryWarned = EventOf<typeof samlCertificateExpiryWarned>;
 export type SsoConfigurationEvent = EventOf<(typeof ssoConfigurationEvents)[number]>;
 /** The event types of the configuration's stream, for its consumers. */
 export const SSO_CONFIGURATION_EVENT_TYPES = ssoConfigurationEvents.map((schema) => schema.type);

@@ -16,6 +16,14 @@ export type MetadataFetchOptions = {
   ca?: string;
 };
 
+/**
+ * How the service fetches metadata: WEBHOOK_ALLOW_PRIVATE_NETWORKS (development and tests only) lets it
+ * reach private and loopback addresses, as for webhook receivers.
+ */
+export function metadataFetchOptionsOf(config: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean }, ca: string | undefined): MetadataFetchOptions {
+  return { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(ca ? { ca } : {}) };
+}
+
 const FETCH_TIMEOUT_MS = 10_000;
 // Metadata of one IdP is a few KiB; federation aggregates (not supported) are megabytes.
 const MAX_METADATA_BYTES = 1024 * 1024;

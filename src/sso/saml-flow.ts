@@ -15,10 +15,11 @@ import { issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
 import { emailUnavailable } from '../tenants/email-reservation.ts';
 import { findUserByEmail } from '../../projections/tenants/queries.ts';
-import { getSsoConfiguration } from '../../projections/sso/queries.ts';
+import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
 import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
 import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
 import type { SamlLoginEvent, SamlLoginFailureReason, SsoSettings } from './events.ts';
+import { trustedCertificates } from './saml-certificates.ts';
 import { samlLoginDecider, samlLoginStream } from './saml-login.ts';
 import { createSamlRefusalCounter, type SamlRefusalCounter } from './saml-refusals.ts';
 import { postgresAssertionReplayCache, postgresSamlRequestStore } from './saml-stores.ts';
@@ -64,7 +65,7 @@ export function spNameIdFormat(settings: SsoSettings): string {
   return settings.samlNameIdFormat ?? EMAIL_NAME_ID_FORMAT;
 }
 
-function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings): SamlSpSettings {
+function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh }: SsoConfigurationView): SamlSpSettings {
   const { spEntityId, acsUrl } = serviceProviderUrls(ctx, employerId);
   const optional = (value: string | null) => value ?? undefined;
   return {
@@ -73,7 +74,7 @@ function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings):
     acsUrl,
     idpEntryPoint: settings.samlEntryPoint ?? '',
     idpIssuer: settings.samlIssuer ?? '',
-    idpCertificates: settings.samlCertificates,
+    idpCertificates: trustedCertificates(settings.samlCertificates, metadataRefresh.retiringCertificates, new Date()),
     nameIdFormat: spNameIdFormat(settings),
     emailAttribute: optional(settings.samlEmailAttribute),
     firstNameAttribute: optional(settings.samlFirstNameAttribute),
@@ -84,11 +85,11 @@ function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings):
 
 /** 404 for an unknown employer, 400 when its SAML is off; otherwise its SP settings. */
 async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<SamlSpSettings> {
-  const { settings } = await getSsoConfiguration(ctx.db.slonik, employerId);
-  if (!settings.samlEnabled) {
+  const configuration = await getSsoConfiguration(ctx.db.slonik, employerId);
+  if (!configuration.settings.samlEnabled) {
     throw new DomainError('invalid', 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
   }
-  return spSettings(ctx, employerId, settings);
+  return spSettings(ctx, employerId, configuration);
 }
 
 /** The IdP redirect URL for a new login; `returnTo` must pass the allowlist (400 otherwise). */

@@ -7,17 +7,21 @@
 // proposed instead: one pending change per employer (a later proposal replaces it, keeping its values
 // the later one does not name), in effect only once an administrator confirms it by its id. Turning
 // SAML off takes trust away, and applies at once whoever asks.
+//
+// The IdP's metadata read again and the certificate expiry warnings are decided in saml-certificates.ts.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
 import {
   DEFAULT_SSO_SETTINGS,
   SAML_TRUST_SETTINGS,
+  type RetiringCertificate,
   type SamlTrustChanges,
   type SamlTrustSetting,
   type ScimTokenRecord,
   type SsoConfigurationEvent,
   type SsoSettings,
 } from './events.ts';
+import { decideExpiryWarning, decideMetadataRefresh, type MetadataReading } from './saml-certificates.ts';
 
 export type UpdateSsoConfiguration = {
   type: 'UpdateSsoConfiguration';
@@ -32,10 +36,31 @@ export type UpdateSsoConfiguration = {
 };
 export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId: string; changeId: string };
 export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
-export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange;
+/** `reading`: what fetching `metadataUrl` (the URL in effect when it was read) gave. */
+export type RefreshSamlMetadata = { type: 'RefreshSamlMetadata'; employerId: string; metadataUrl: string; reading: MetadataReading; now: string };
+export type WarnOfCertificateExpiry = { type: 'WarnOfCertificateExpiry'; employerId: string; now: string };
+export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry;
 
 export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
-export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null; pendingTrustChange: PendingTrustChange | null };
+export type SsoConfigurationState = {
+  settings: SsoSettings;
+  scimToken: ScimTokenRecord | null;
+  pendingTrustChange: PendingTrustChange | null;
+  /** Certificates the IdP's metadata stopped listing, trusted until their grace period ends. */
+  retiringCertificates: RetiringCertificate[];
+  refreshFailing: boolean;
+  expiryWarnings: string[];
+};
+
+/** Settings set directly (a save, a confirmed change): certificates set so replace the retiring ones, a new metadata URL clears its failure. */
+function withSettings(state: SsoConfigurationState, changes: Partial<SsoSettings>): SsoConfigurationState {
+  return {
+    ...state,
+    settings: { ...state.settings, ...changes },
+    retiringCertificates: changes.samlCertificates === undefined ? state.retiringCertificates : [],
+    refreshFailing: changes.samlMetadataUrl === undefined ? state.refreshFailing : false,
+  };
+}
 
 const isTrustSetting = (key: string): key is SamlTrustSetting => (SAML_TRUST_SETTINGS as readonly string[]).includes(key);
 
@@ -115,21 +140,38 @@ function decideProposal(command: UpdateSsoConfiguration, changeId: string, reque
 }
 
 export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null }),
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [] }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'SsoConfigurationUpdated':
         return {
-          ...state,
-          settings: { ...state.settings, ...event.data.changes },
+          ...withSettings(state, event.data.changes),
           scimToken: event.data.issuedScimToken ?? (event.data.revokedScimTokenId ? null : state.scimToken),
         };
       case 'SsoTrustChangeProposed':
         return { ...state, pendingTrustChange: { changeId: event.data.changeId, changes: event.data.changes } };
       case 'SsoTrustChangeConfirmed':
-        return { ...state, settings: { ...state.settings, ...event.data.changes }, pendingTrustChange: null };
+        return { ...withSettings(state, event.data.changes), pendingTrustChange: null };
       case 'SsoTrustChangeDiscarded':
         return { ...state, pendingTrustChange: null };
+      case 'SamlMetadataRefreshed': {
+        const { addedCertificates, retiringCertificates, removedCertificates, entryPoint } = event.data;
+        const leaving = new Set([...retiringCertificates.map((entry) => entry.certificate), ...removedCertificates, ...addedCertificates]);
+        return {
+          ...state,
+          settings: {
+            ...state.settings,
+            samlCertificates: [...state.settings.samlCertificates.filter((pem) => !leaving.has(pem)), ...addedCertificates],
+            ...(entryPoint === null ? {} : { samlEntryPoint: entryPoint }),
+          },
+          retiringCertificates: [...state.retiringCertificates.filter((entry) => !leaving.has(entry.certificate)), ...retiringCertificates],
+          refreshFailing: false,
+        };
+      }
+      case 'SamlMetadataRefreshFailed':
+        return { ...state, refreshFailing: true };
+      case 'SamlCertificateExpiryWarned':
+        return { ...state, expiryWarnings: [...state.expiryWarnings, `${event.data.fingerprintSha256}:${event.data.daysBefore}`] };
     }
   },
   decide: (command, state) => {
@@ -146,6 +188,10 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
       case 'DiscardSsoTrustChange':
         assertPending(state, command.changeId);
         return [{ type: 'SsoTrustChangeDiscarded', data: { employerId: command.employerId, changeId: command.changeId } }];
+      case 'RefreshSamlMetadata':
+        return decideMetadataRefresh(command.employerId, command.metadataUrl, command.reading, new Date(command.now), state);
+      case 'WarnOfCertificateExpiry':
+        return decideExpiryWarning(command.employerId, new Date(command.now), state);
     }
   },
 };
