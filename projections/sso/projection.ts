@@ -19,6 +19,7 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   samlEmailAttribute: 'saml_email_attribute',
   samlFirstNameAttribute: 'saml_first_name_attribute',
   samlLastNameAttribute: 'saml_last_name_attribute',
+  samlSignAuthnRequests: 'saml_sign_authn_requests',
   scimEnabled: 'scim_enabled',
 };
 
@@ -98,6 +99,16 @@ function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
     }
     case 'SamlMetadataRefreshFailed':
       return [sql.fragment`saml_metadata_refresh_failure = ${sql.jsonb({ at, code: event.data.code, message: event.data.message })}`];
+    case 'SamlSpKeyIssued': {
+      // As the decider's keysAfterIssue: keys retired before this one was issued dropped, those it replaces given their end, it appended.
+      const { key, retiring } = event.data;
+      return [sql.fragment`saml_sp_keys = (
+        SELECT coalesce(jsonb_agg(CASE WHEN r."retiresAt" IS NULL THEN k ELSE jsonb_set(k, '{retiresAt}', to_jsonb(r."retiresAt")) END ORDER BY n), '[]')
+        FROM jsonb_array_elements(saml_sp_keys) WITH ORDINALITY AS c(k, n)
+        LEFT JOIN jsonb_to_recordset(${sql.jsonb(retiring)}) AS r("keyId" text, "retiresAt" text) ON r."keyId" = k->>'keyId'
+        WHERE k->>'retiresAt' IS NULL OR (k->>'retiresAt')::timestamptz > ${key.issuedAt}::timestamptz
+      ) || jsonb_build_array(${sql.jsonb(key)}::jsonb)`];
+    }
     case 'SamlCertificateExpiryWarned':
       return []; // the warning is in the audit log and the mail; GET computes the banner from the certificates
   }

@@ -12,6 +12,7 @@ const pendingTrustChange = z.object({
 });
 export type PendingTrustChangeView = z.infer<typeof pendingTrustChange>;
 
+const spKey = z.object({ keyId: z.string(), certificate: z.string(), sealedPrivateKey: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable() });
 const retiringCertificate = z.object({ certificate: z.string(), trustedUntil: z.string() });
 const refreshFailure = z.object({ at: z.string(), code: z.string(), message: z.string() });
 
@@ -25,6 +26,8 @@ export type MetadataRefreshView = {
 export type SsoConfigurationView = {
   settings: SsoSettings;
   metadataRefresh: MetadataRefreshView;
+  /** The SP key pairs (src/sso/saml-sp-keys.ts), private keys sealed. */
+  spKeys: Array<z.infer<typeof spKey>>;
   scimTokenExists: boolean;
   scimTokenRotatedAt: string | null;
   updatedAt: string | null;
@@ -42,6 +45,8 @@ const configurationRow = z.object({
   saml_email_attribute: z.string().nullable(),
   saml_first_name_attribute: z.string().nullable(),
   saml_last_name_attribute: z.string().nullable(),
+  saml_sign_authn_requests: z.boolean(),
+  saml_sp_keys: z.array(spKey),
   scim_enabled: z.boolean(),
   scim_token_exists: z.boolean(),
   scim_token_rotated_at: z.string().nullable(),
@@ -56,13 +61,13 @@ const configurationRow = z.object({
 export async function getSsoConfiguration(pool: DatabasePool, employerId: string): Promise<SsoConfigurationView> {
   const row = await pool.maybeOne(sql.type(configurationRow)`
     SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
-           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.scim_enabled,
+           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.saml_sign_authn_requests, c.saml_sp_keys, c.scim_enabled,
            c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at, c.pending_trust_change,
            c.saml_retiring_certificates, c.saml_metadata_refreshed_at, c.saml_metadata_refresh_failure
     FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
   if (!row) {
     if (!(await employerExists(pool, employerId))) throw notFound(`Employer ${employerId}`);
-    return { settings: DEFAULT_SSO_SETTINGS, metadataRefresh: { retiringCertificates: [], refreshedAt: null, failure: null }, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null, pendingTrustChange: null };
+    return { settings: DEFAULT_SSO_SETTINGS, metadataRefresh: { retiringCertificates: [], refreshedAt: null, failure: null }, spKeys: [], scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null, pendingTrustChange: null };
   }
   return {
     settings: {
@@ -75,8 +80,10 @@ export async function getSsoConfiguration(pool: DatabasePool, employerId: string
       samlEmailAttribute: row.saml_email_attribute,
       samlFirstNameAttribute: row.saml_first_name_attribute,
       samlLastNameAttribute: row.saml_last_name_attribute,
+      samlSignAuthnRequests: row.saml_sign_authn_requests,
       scimEnabled: row.scim_enabled,
     },
+    spKeys: row.saml_sp_keys,
     metadataRefresh: { retiringCertificates: row.saml_retiring_certificates, refreshedAt: row.saml_metadata_refreshed_at, failure: row.saml_metadata_refresh_failure },
     scimTokenExists: row.scim_token_exists,
     scimTokenRotatedAt: row.scim_token_rotated_at,

@@ -2,7 +2,8 @@
 // signing and encryption key), written in DER by hand: Node can verify and read certificates but not
 // make them, and SAML peers need only the certificate as a carrier of the public key (they pin it from
 // metadata; no chain, no extensions). RSA keys, signed with SHA-256.
-import { createSign, generateKeyPairSync, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
+import { createSign, generateKeyPair, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
 
 const SHA256_WITH_RSA = '1.2.840.113549.1.1.11';
 const COMMON_NAME = '2.5.4.3';
@@ -38,9 +39,9 @@ const algorithm = sequence(oid(SHA256_WITH_RSA), Buffer.from([0x05, 0x00]));
 
 export type SelfSignedKeyPair = { certificatePem: string; privateKeyPem: string };
 
-/** A new RSA-2048 key pair and its self-signed certificate for `commonName`, valid from `notBefore` to `notAfter`. */
-export function generateSelfSignedKeyPair(commonName: string, notBefore: Date, notAfter: Date): SelfSignedKeyPair {
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+/** A new RSA-2048 key pair (generated off the event loop) and its self-signed certificate for `commonName`, valid from `notBefore` to `notAfter`. */
+export async function generateSelfSignedKeyPair(commonName: string, notBefore: Date, notAfter: Date): Promise<SelfSignedKeyPair> {
+  const { publicKey, privateKey } = await promisify(generateKeyPair)('rsa', { modulusLength: 2048 });
   const serial = randomBytes(16);
   serial[0] = (serial[0]! & 0x7f) | 0x40; // positive and of full length
   const tbs = sequence(

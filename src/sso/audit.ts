@@ -2,7 +2,7 @@
 // stay in the event, token hashes never reach the audit log.
 import type { AuditMappers } from '../capability.ts';
 import { X509Certificate } from 'node:crypto';
-import type { SamlCertificateExpiryWarned, SamlMetadataRefreshed, SsoSettings } from './events.ts';
+import type { SamlCertificateExpiryWarned, SamlMetadataRefreshed, SamlSpKeyIssued, SsoSettings } from './events.ts';
 import { trustChangesOf } from './sso-configuration.ts';
 
 /** The SAML trust settings among an event's changes (field names only). */
@@ -65,6 +65,10 @@ export const ssoAuditMappers: AuditMappers = {
   SamlCertificateExpiryWarned: (event) => {
     const { employerId, ...details } = event.data as SamlCertificateExpiryWarned['data'];
     return { action: 'sso.certificate.expiry_warning', targetType: 'employer', targetId: employerId, details };
+  },
+  SamlSpKeyIssued: (event) => {
+    const { employerId, key, retiring } = event.data as SamlSpKeyIssued['data'];
+    return { action: 'sso.sp_key.issue', targetType: 'employer', targetId: employerId, details: { keyId: key.keyId, fingerprintSha256: fingerprintOf(key.certificate), retiring } };
   },
   SamlLoginSucceeded: (event) => ({
     action: 'auth.saml.login',

@@ -5,6 +5,7 @@ import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoConfigurationRoutes } from './routes/configuration.ts';
 import { ssoMetadataRefreshRoutes } from './routes/metadata-refresh.ts';
 import { samlRoutes } from './routes/saml.ts';
+import { ssoSpKeyRoutes } from './routes/sp-keys.ts';
 import { ssoTrustChangeRoutes } from './routes/trust-changes.ts';
 import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
@@ -26,7 +27,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, ssoMetadataRefreshRoutes(options), samlRoutes],
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, ssoMetadataRefreshRoutes(options), ssoSpKeyRoutes, samlRoutes],
     // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
     start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);

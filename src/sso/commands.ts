@@ -9,6 +9,7 @@ import { DomainError } from '../event-store/decider.ts';
 import { getSsoConfiguration } from '../../projections/sso/queries.ts';
 import { fetchIdpMetadata, type MetadataFetchOptions } from './idp-metadata.ts';
 import type { MetadataReading } from './saml-certificates.ts';
+import { newSpKey } from './saml-sp-keys.ts';
 import { newScimToken } from './scim-token.ts';
 import type { SsoConfigurationUpdate } from './settings-input.ts';
 import type { SsoSettings } from './events.ts';
@@ -44,6 +45,9 @@ export async function updateSsoConfiguration(
   const employerId = employerOf(context);
   const candidate = newScimToken();
   const changeId = randomUUID();
+  // The employer's first SP key pair comes with its first save; generating one costs tens of milliseconds, so only when none shows.
+  const { spKeys } = await getSsoConfiguration(ctx.db.slonik, employerId);
+  const candidateSpKey = spKeys.length === 0 ? await newSpKey(employerId, ctx.encryptionKey, new Date()) : null;
   const { newEvents } = await handleCommand(ctx.commands, {
     streamName: ssoConfigurationStream(employerId),
     decider: ssoConfigurationDecider,
@@ -53,6 +57,7 @@ export async function updateSsoConfiguration(
       changes: await settingChanges(update, metadataFetch),
       rotateScimToken: update.rotateScimToken ?? false,
       candidateScimToken: { tokenId: candidate.tokenId, tokenHash: candidate.tokenHash },
+      candidateSpKey,
       trust: input.trustChanges === 'apply' ? { mode: 'apply' } : { mode: 'propose', changeId },
       now: new Date().toISOString(),
     },
@@ -112,4 +117,11 @@ export async function warnOfCertificateExpiry(ctx: AppContext, context: CommandC
 export async function refreshSamlMetadataNow(ctx: AppContext, context: CommandContext, metadataFetch: MetadataFetchOptions): Promise<void> {
   const { settings } = await getSsoConfiguration(ctx.db.slonik, employerOf(context));
   await refreshSamlMetadata(ctx, context, { metadataUrl: settings.samlMetadataUrl, metadataFetch, now: new Date() });
+}
+
+/** A new SP key pair, published at once; the keys in use keep signing and decrypting for `overlapHours`. */
+export async function rotateSamlSpKey(ctx: AppContext, context: CommandContext, input: { overlapHours: number }): Promise<void> {
+  const employerId = employerOf(context);
+  const key = await newSpKey(employerId, ctx.encryptionKey, new Date());
+  await handleCommand(ctx.commands, { streamName: ssoConfigurationStream(employerId), decider: ssoConfigurationDecider, command: { type: 'RotateSamlSpKey', employerId, key, overlapMs: input.overlapHours * 3600_000 }, context });
 }

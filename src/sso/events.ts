@@ -17,6 +17,8 @@ const ssoSettings = z.object({
   samlEmailAttribute: z.string().nullable(),
   samlFirstNameAttribute: z.string().nullable(),
   samlLastNameAttribute: z.string().nullable(),
+  /** AuthnRequests signed with the SP key (saml-sp-keys.ts); the SP metadata says AuthnRequestsSigned. */
+  samlSignAuthnRequests: z.boolean(),
   scimEnabled: z.boolean(),
 });
 export type SsoSettings = z.infer<typeof ssoSettings>;
@@ -78,6 +80,19 @@ const samlMetadataRefreshed = eventSchema('SamlMetadataRefreshed', z.object({
 /** Reading the metadata failed (unreachable, invalid, or naming another IdP): the last good metadata stays in effect. */
 const samlMetadataRefreshFailed = eventSchema('SamlMetadataRefreshFailed', z.object({ employerId: z.string(), metadataUrl: z.string(), code: z.string(), message: z.string() }));
 
+/**
+ * A key pair of the service as this employer's SAML service provider (src/sso/saml-sp-keys.ts): the
+ * certificate in clear, the private key sealed (src/crypto/secret-box.ts; associated data
+ * `saml-sp-key:<employerId>:<keyId>`). `retiring`: the keys it replaces, in use until `retiresAt` (the overlap).
+ */
+const spKeyRecord = z.object({ keyId: z.string(), certificate: z.string(), sealedPrivateKey: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable() });
+export type SpKeyRecord = z.infer<typeof spKeyRecord>;
+const samlSpKeyIssued = eventSchema('SamlSpKeyIssued', z.object({
+  employerId: z.string(),
+  key: spKeyRecord,
+  retiring: z.array(z.object({ keyId: z.string(), retiresAt: z.string() })),
+}));
+
 /** Days before the last valid IdP signing certificate expires when the administrators are warned, once each. */
 export const CERTIFICATE_EXPIRY_WARNING_DAYS = [30, 7, 1] as const;
 /** The administrators were warned that the last valid IdP signing certificate expires at `validTo`. */
@@ -100,6 +115,7 @@ export const DEFAULT_SSO_SETTINGS: SsoSettings = {
   samlEmailAttribute: null,
   samlFirstNameAttribute: null,
   samlLastNameAttribute: null,
+  samlSignAuthnRequests: false,
   scimEnabled: false,
 };
 
@@ -154,6 +170,7 @@ const ssoConfigurationEvents = [
   samlMetadataRefreshed,
   samlMetadataRefreshFailed,
   samlCertificateExpiryWarned,
+  samlSpKeyIssued,
 ] as const;
 export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents, samlLoginsRefused] as const;
 
@@ -163,6 +180,7 @@ export type SsoTrustChangeConfirmed = EventOf<typeof ssoTrustChangeConfirmed>;
 export type SsoTrustChangeDiscarded = EventOf<typeof ssoTrustChangeDiscarded>;
 export type SamlMetadataRefreshed = EventOf<typeof samlMetadataRefreshed>;
 export type SamlCertificateExpiryWarned = EventOf<typeof samlCertificateExpiryWarned>;
+export type SamlSpKeyIssued = EventOf<typeof samlSpKeyIssued>;
 export type SsoConfigurationEvent = EventOf<(typeof ssoConfigurationEvents)[number]>;
 /** The event types of the configuration's stream, for its consumers. */
 export const SSO_CONFIGURATION_EVENT_TYPES = ssoConfigurationEvents.map((schema) => schema.type);

@@ -20,6 +20,7 @@ import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
 import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
 import type { SamlLoginEvent, SamlLoginFailureReason, SsoSettings } from './events.ts';
 import { trustedCertificates } from './saml-certificates.ts';
+import { openSpPrivateKey, spKeysInUse } from './saml-sp-keys.ts';
 import { samlLoginDecider, samlLoginStream } from './saml-login.ts';
 import { createSamlRefusalCounter, type SamlRefusalCounter } from './saml-refusals.ts';
 import { postgresAssertionReplayCache, postgresSamlRequestStore } from './saml-stores.ts';
@@ -65,10 +66,12 @@ export function spNameIdFormat(settings: SsoSettings): string {
   return settings.samlNameIdFormat ?? EMAIL_NAME_ID_FORMAT;
 }
 
-function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh }: SsoConfigurationView): SamlSpSettings {
+function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh, spKeys }: SsoConfigurationView): SamlSpSettings {
   const { spEntityId, acsUrl } = serviceProviderUrls(ctx, employerId);
   const optional = (value: string | null) => value ?? undefined;
+  const [signingKey] = spKeysInUse(spKeys, new Date());
   return {
+    ...(settings.samlSignAuthnRequests && signingKey ? { authnRequestSigningKey: openSpPrivateKey(employerId, signingKey, ctx.encryptionKey) } : {}),
     employerId,
     spEntityId,
     acsUrl,

@@ -21,12 +21,13 @@
 // - The replay cache keeps an assertion id until the earliest NotOnOrAfter of the assertion plus the skew.
 // - NameID format: the configured one, else emailAddress, in both the AuthnRequest and the metadata.
 // - No RequestedAuthnContext is sent: Entra ID refuses PasswordProtectedTransport for MFA/passwordless users.
-// - AuthnRequests are not signed (there is no SP key in the configuration); encrypted assertions are refused.
+// - AuthnRequests are signed (RSA-SHA256, HTTP-Redirect binding's query signature) when the employer asks
+//   for it, with the SP key that signs (saml-sp-keys.ts).
 // - E-mail: the first value of the configured e-mail attribute, else the NameID when its format is
 //   emailAddress; trimmed and lower-cased. Unset first/last-name attributes are not guessed.
 // - A Response-level Issuer is optional (SAML core) but must equal the configured issuer when present.
 import { randomUUID } from 'node:crypto';
-import { SAML, ValidateInResponseTo, generateServiceProviderMetadata } from '@node-saml/node-saml';
+import { SAML, ValidateInResponseTo } from '@node-saml/node-saml';
 import { z } from 'zod';
 import {
   SamlValidationError,
@@ -68,6 +69,8 @@ export type SamlSpSettings = {
   firstNameAttribute?: string;
   lastNameAttribute?: string;
   clockSkewMs: number;
+  /** The SP's private key (PEM) AuthnRequests are signed with; absent: unsigned. */
+  authnRequestSigningKey?: string;
 };
 
 /** Outstanding AuthnRequest ids; shared by every process (Postgres). */
@@ -112,6 +115,7 @@ function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string): SA
     // InResponseTo is checked below from the signed assertion against the shared store, consumed atomically.
     validateInResponseTo: ValidateInResponseTo.never,
     disableRequestedAuthnContext: true,
+    ...(settings.authnRequestSigningKey ? { privateKey: settings.authnRequestSigningKey, signatureAlgorithm: 'sha256' as const } : {}),
     ...(generateUniqueId ? { generateUniqueId } : {}),
   });
 }
@@ -128,14 +132,32 @@ export async function createAuthnRequestRedirect(
   return { redirectUrl, requestId };
 }
 
-/** SP metadata for the IdP administrator: entity id, ACS URL (HTTP-POST) and NameID format. */
-export function generateSpMetadata(settings: Pick<SamlSpSettings, 'spEntityId' | 'acsUrl' | 'nameIdFormat'>): string {
-  return generateServiceProviderMetadata({
-    issuer: settings.spEntityId,
-    callbackUrl: settings.acsUrl,
-    identifierFormat: settings.nameIdFormat ?? EMAIL_NAME_ID_FORMAT,
-    wantAssertionsSigned: false,
-  });
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const base64Of = (pem: string) => pem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '');
+
+export type SpMetadataInput = Pick<SamlSpSettings, 'spEntityId' | 'acsUrl' | 'nameIdFormat'> & {
+  /** The SP certificates in use, each published for signing and for encryption. */
+  certificates: string[];
+  authnRequestsSigned: boolean;
+};
+
+/**
+ * SP metadata for the IdP administrator: entity id, ACS URL (HTTP-POST), NameID format, and the SP's
+ * certificates with use="signing" and use="encryption" (node-saml's generator publishes one encryption
+ * certificate only, and cannot say AuthnRequestsSigned without signing the metadata).
+ */
+export function generateSpMetadata(input: SpMetadataInput): string {
+  const keyDescriptors = input.certificates.flatMap((pem) =>
+    ['signing', 'encryption'].map((use) => `<KeyDescriptor use="${use}"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${base64Of(pem)}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>`),
+  );
+  return (
+    `<?xml version="1.0"?>\n<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${escapeXml(input.spEntityId)}">` +
+    `<SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol" AuthnRequestsSigned="${input.authnRequestsSigned}" WantAssertionsSigned="false">` +
+    keyDescriptors.join('') +
+    `<NameIDFormat>${escapeXml(input.nameIdFormat ?? EMAIL_NAME_ID_FORMAT)}</NameIDFormat>` +
+    `<AssertionConsumerService index="1" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${escapeXml(input.acsUrl)}"/>` +
+    `</SPSSODescriptor></EntityDescriptor>`
+  );
 }
 
 // node-saml throws plain Errors; after the structural checks above only these kinds remain.

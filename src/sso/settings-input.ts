@@ -65,6 +65,7 @@ export const ssoConfigurationUpdateSchema = z
     samlEmailAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable().meta({ description: 'Attribute carrying the e-mail; unset: the NameID in emailAddress format.' }),
     samlFirstNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
     samlLastNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
+    samlSignAuthnRequests: z.boolean().meta({ description: "AuthnRequests signed (RSA-SHA256) with the service's SP key, published in the SP metadata (AuthnRequestsSigned)." }),
     scimEnabled: z.boolean().meta({ description: 'true the first time returns scimBearerToken once; false revokes the token.' }),
     rotateScimToken: z.boolean().meta({ description: 'true returns a new scimBearerToken once; the previous one stops working at once.' }),
   })

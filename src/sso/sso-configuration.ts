@@ -16,11 +16,13 @@ import {
   SAML_TRUST_SETTINGS,
   type RetiringCertificate,
   type SamlTrustChanges,
+  type SpKeyRecord,
   type SamlTrustSetting,
   type ScimTokenRecord,
   type SsoConfigurationEvent,
   type SsoSettings,
 } from './events.ts';
+import { keysAfterIssue } from './saml-sp-keys.ts';
 import { decideExpiryWarning, decideMetadataRefresh, type MetadataReading } from './saml-certificates.ts';
 
 export type UpdateSsoConfiguration = {
@@ -30,6 +32,8 @@ export type UpdateSsoConfiguration = {
   rotateScimToken: boolean;
   /** A fresh token's id and hash, used only if this command issues a token (decide stays pure). */
   candidateScimToken: { tokenId: string; tokenHash: string };
+  /** A fresh SP key pair, issued if the employer has none yet (null when the read model showed one). */
+  candidateSpKey: SpKeyRecord | null;
   /** `apply`: trust changes take effect (an admin's session); `propose`: they wait, as change `changeId` (an API key). */
   trust: { mode: 'apply' } | { mode: 'propose'; changeId: string };
   now: string;
@@ -38,8 +42,10 @@ export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId:
 export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
 /** `reading`: what fetching `metadataUrl` (the URL in effect when it was read) gave. */
 export type RefreshSamlMetadata = { type: 'RefreshSamlMetadata'; employerId: string; metadataUrl: string; reading: MetadataReading; now: string };
+/** A new SP key pair; the keys in use now keep working for `overlapMs` (0: replaced at once). */
+export type RotateSamlSpKey = { type: 'RotateSamlSpKey'; employerId: string; key: SpKeyRecord; overlapMs: number };
 export type WarnOfCertificateExpiry = { type: 'WarnOfCertificateExpiry'; employerId: string; now: string };
-export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry;
+export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry | RotateSamlSpKey;
 
 export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
 export type SsoConfigurationState = {
@@ -50,6 +56,7 @@ export type SsoConfigurationState = {
   retiringCertificates: RetiringCertificate[];
   refreshFailing: boolean;
   expiryWarnings: string[];
+  spKeys: SpKeyRecord[];
 };
 
 /** Settings set directly (a save, a confirmed change): certificates set so replace the retiring ones, a new metadata URL clears its failure. */
@@ -122,6 +129,7 @@ function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationSt
       },
     });
   }
+  if (state.spKeys.length === 0 && command.candidateSpKey) events.push({ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.candidateSpKey, retiring: [] } });
   if (command.trust.mode === 'propose' && Object.keys(requestedTrust).length > 0) events.push(...decideProposal(command, command.trust.changeId, requestedTrust, next, state.pendingTrustChange));
   return events;
 }
@@ -140,7 +148,7 @@ function decideProposal(command: UpdateSsoConfiguration, changeId: string, reque
 }
 
 export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [] }),
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [], spKeys: [] }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'SsoConfigurationUpdated':
@@ -170,6 +178,8 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
       }
       case 'SamlMetadataRefreshFailed':
         return { ...state, refreshFailing: true };
+      case 'SamlSpKeyIssued':
+        return { ...state, spKeys: keysAfterIssue(state.spKeys, event.data.key, event.data.retiring) };
       case 'SamlCertificateExpiryWarned':
         return { ...state, expiryWarnings: [...state.expiryWarnings, `${event.data.fingerprintSha256}:${event.data.daysBefore}`] };
     }
@@ -192,6 +202,11 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
         return decideMetadataRefresh(command.employerId, command.metadataUrl, command.reading, new Date(command.now), state);
       case 'WarnOfCertificateExpiry':
         return decideExpiryWarning(command.employerId, new Date(command.now), state);
+      case 'RotateSamlSpKey': {
+        const retiresAt = new Date(Date.parse(command.key.issuedAt) + command.overlapMs).toISOString();
+        const retiring = state.spKeys.filter((key) => key.retiresAt === null).map((key) => ({ keyId: key.keyId, retiresAt }));
+        return [{ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.key, retiring } }];
+      }
     }
   },
 };

@@ -114,6 +114,9 @@ function trustMail(event: RecordedEvent<SsoConfigurationEvent>, consoleUrl: stri
       return null;
     case 'SamlCertificateExpiryWarned':
       return expiryMail(event.data, consoleUrl);
+    // The service's own key: it changes nothing of whom SAML signs in (audited).
+    case 'SamlSpKeyIssued':
+      return null;
   }
 }
 

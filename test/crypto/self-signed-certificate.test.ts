@@ -6,8 +6,8 @@ describe('generateSelfSignedKeyPair', () => {
   it.each([
     ['a UTCTime validity', new Date('2026-01-01T00:00:00Z'), new Date('2036-01-01T00:00:00Z')],
     ['a GeneralizedTime end (2050 on)', new Date('2026-01-01T00:00:00Z'), new Date('2056-06-30T12:34:56Z')],
-  ])('makes a certificate that parses, verifies under its own key and carries the key pair (%s)', (_name, notBefore, notAfter) => {
-    const pair = generateSelfSignedKeyPair('saml-sp employer_1', notBefore, notAfter);
+  ])('makes a certificate that parses, verifies under its own key and carries the key pair (%s)', async (_name, notBefore, notAfter) => {
+    const pair = await generateSelfSignedKeyPair('saml-sp employer_1', notBefore, notAfter);
     const certificate = new X509Certificate(pair.certificatePem);
     expect(certificate.subject).toBe('CN=saml-sp employer_1');
     expect(certificate.issuer).toBe(certificate.subject);
@@ -19,8 +19,9 @@ describe('generateSelfSignedKeyPair', () => {
     expect(createVerify('sha256').update('message').verify(certificate.publicKey, signature)).toBe(true);
   });
 
-  it('gives every certificate its own key and serial number', () => {
-    const [a, b] = [1, 2].map(() => new X509Certificate(generateSelfSignedKeyPair('sp', new Date(), new Date(Date.now() + 86_400_000)).certificatePem));
+  it('gives every certificate its own key and serial number', async () => {
+    const pairs = await Promise.all([1, 2].map(() => generateSelfSignedKeyPair('sp', new Date(), new Date(Date.now() + 86_400_000))));
+    const [a, b] = pairs.map((pair) => new X509Certificate(pair.certificatePem));
     expect(a!.serialNumber).not.toBe(b!.serialNumber);
     expect(a!.fingerprint256).not.toBe(b!.fingerprint256);
   });

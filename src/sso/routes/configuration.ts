@@ -11,6 +11,7 @@ import { getSsoConfiguration, type PendingTrustChangeView, type SsoConfiguration
 import { updateSsoConfiguration } from '../commands.ts';
 import { CERTIFICATE_EXPIRY_WARNING_DAYS, SAML_TRUST_SETTINGS } from '../events.ts';
 import { expiryWarningDays, lastValidCertificate } from '../saml-certificates.ts';
+import { spKeysInUse } from '../saml-sp-keys.ts';
 import { serviceProviderUrls, spNameIdFormat } from '../saml-flow.ts';
 import { metadataFetchOptionsOf } from '../idp-metadata.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from '../settings-input.ts';
@@ -67,6 +68,10 @@ export const ssoConfigurationResponse = z
     samlEmailAttribute: z.string().nullable(),
     samlFirstNameAttribute: z.string().nullable(),
     samlLastNameAttribute: z.string().nullable(),
+    samlSignAuthnRequests: z.boolean(),
+    spKeys: z
+      .array(z.object({ keyId: z.string(), fingerprintSha256: z.string(), validTo: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable(), signing: z.boolean() }))
+      .meta({ description: "The service's SP key pairs in use, oldest first, all published in the SP metadata (signing and encryption). `signing`: the one AuthnRequests are signed with; a replaced key signs and decrypts until retiresAt." }),
     scimEnabled: z.boolean(),
     scimTokenExists: z.boolean(),
     scimTokenRotatedAt: z.string().nullable(),
@@ -93,6 +98,10 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
     ...settings,
     samlCertificate: samlCertificates.length > 0 ? samlCertificates.join('\n') : null,
     samlCertificates: samlCertificates.map(describeCertificate),
+    spKeys: spKeysInUse(view.spKeys, new Date()).map((key, index) => {
+      const { fingerprintSha256, validTo } = describeCertificate(key.certificate);
+      return { keyId: key.keyId, fingerprintSha256, validTo, issuedAt: key.issuedAt, retiresAt: key.retiresAt, signing: index === 0 };
+    }),
     scimTokenExists: view.scimTokenExists,
     scimTokenRotatedAt: view.scimTokenRotatedAt,
     spEntityId,

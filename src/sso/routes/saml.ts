@@ -9,6 +9,7 @@ import { defineRoute } from '../../http/route.ts';
 import { getSsoConfiguration } from '../../../projections/sso/queries.ts';
 import { generateSpMetadata } from '../saml.ts';
 import { admitSamlCallback, finishSamlLogin, serviceProviderUrls, spNameIdFormat, startSamlLogin, type SamlRuntime } from '../saml-flow.ts';
+import { spKeysInUse } from '../saml-sp-keys.ts';
 import { PER_CLIENT_WAITING_MAX, WAITING_MAX } from '../saml-verifier.ts';
 
 const employerParams = z.object({ employerId: z.string().max(ID_MAX).regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be an employer id') });
@@ -73,9 +74,11 @@ export const samlRoutes = routesUsing<SamlRuntime>(async function samlRoutes(fas
     params: employerParams,
     responses: { 200: { description: 'SP metadata', schema: z.string(), contentType: 'application/samlmetadata+xml' }, 404: { description: 'Unknown employer' } },
     handler: async ({ params, reply }) => {
-      const { settings } = await getSsoConfiguration(ctx.db.slonik, params.employerId);
+      const { settings, spKeys } = await getSsoConfiguration(ctx.db.slonik, params.employerId);
       const { spEntityId, acsUrl } = serviceProviderUrls(ctx, params.employerId);
-      return reply.type('application/samlmetadata+xml').send(generateSpMetadata({ spEntityId, acsUrl, nameIdFormat: spNameIdFormat(settings) }));
+      const certificates = spKeysInUse(spKeys, new Date()).map((key) => key.certificate);
+      const metadata = generateSpMetadata({ spEntityId, acsUrl, nameIdFormat: spNameIdFormat(settings), certificates, authnRequestsSigned: settings.samlSignAuthnRequests && certificates.length > 0 });
+      return reply.type('application/samlmetadata+xml').header('content-disposition', `attachment; filename="sp-metadata-${params.employerId}.xml"`).send(metadata);
     },
   });
 });
