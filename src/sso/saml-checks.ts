@@ -149,19 +149,22 @@ export function requireSuccessStatus(response: Element): void {
  * counts direct children; an assertion hidden deeper (Extensions, Object, a nested Response) is the
  * classic signature-wrapping shape, so it is refused before any signature is looked at.
  */
-export function requireSingleAssertion(doc: Document, response: Element): Element {
-  if (descendants(doc, NS.assertion, 'EncryptedAssertion').length > 0) {
-    throw new SamlValidationError('MALFORMED', 'Encrypted assertions are not supported; turn off assertion encryption at the IdP.');
-  }
+/**
+ * The response's one assertion: `{ assertion }` in clear, or `{ encrypted }` (an EncryptedAssertion, the
+ * Response's child, whose content only decryption shows; node-saml then requires its signature or the
+ * Response's). Refused: more than one of either or both, or one elsewhere than as the Response's child.
+ */
+export function requireSingleAssertion(doc: Document, response: Element): { assertion: Element } | { encrypted: Element } {
   const assertions = descendants(doc, NS.assertion, 'Assertion');
-  if (assertions.length > 1) {
+  const encrypted = descendants(doc, NS.assertion, 'EncryptedAssertion');
+  if (assertions.length + encrypted.length > 1) {
     throw new SamlValidationError('MULTIPLE_ASSERTIONS', 'The SAML response carries more than one assertion, which is refused (signature wrapping).');
   }
-  const assertion = assertions[0];
+  const [assertion = encrypted[0]] = assertions;
   if (!assertion || assertion.parentNode !== response) {
     throw new SamlValidationError('MALFORMED', 'The SAML response carries no assertion.');
   }
-  return assertion;
+  return assertions.length > 0 ? { assertion } : { encrypted: assertion };
 }
 
 /** Refuses early, with a precise reason, a response in which neither the Response nor the Assertion is signed. */

@@ -69,9 +69,11 @@ export function spNameIdFormat(settings: SsoSettings): string {
 function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh, spKeys }: SsoConfigurationView): SamlSpSettings {
   const { spEntityId, acsUrl } = serviceProviderUrls(ctx, employerId);
   const optional = (value: string | null) => value ?? undefined;
-  const [signingKey] = spKeysInUse(spKeys, new Date());
+  const keysInUse = spKeysInUse(spKeys, new Date());
+  const [signingKey] = keysInUse;
   return {
     ...(settings.samlSignAuthnRequests && signingKey ? { authnRequestSigningKey: openSpPrivateKey(employerId, signingKey, ctx.encryptionKey) } : {}),
+    decryptionKeys: keysInUse.map((key) => openSpPrivateKey(employerId, key, ctx.encryptionKey)),
     employerId,
     spEntityId,
     acsUrl,

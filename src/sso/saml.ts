@@ -21,6 +21,8 @@
 // - The replay cache keeps an assertion id until the earliest NotOnOrAfter of the assertion plus the skew.
 // - NameID format: the configured one, else emailAddress, in both the AuthnRequest and the metadata.
 // - No RequestedAuthnContext is sent: Entra ID refuses PasswordProtectedTransport for MFA/passwordless users.
+// - Encrypted assertions (one EncryptedAssertion, the Response's child) are decrypted with the SP keys in use,
+//   then checked as plain ones, signature included; xml-encryption refuses RSA 1.5 and 3DES.
 // - AuthnRequests are signed (RSA-SHA256, HTTP-Redirect binding's query signature) when the employer asks
 //   for it, with the SP key that signs (saml-sp-keys.ts).
 // - E-mail: the first value of the configured e-mail attribute, else the NameID when its format is
@@ -71,6 +73,8 @@ export type SamlSpSettings = {
   clockSkewMs: number;
   /** The SP's private key (PEM) AuthnRequests are signed with; absent: unsigned. */
   authnRequestSigningKey?: string;
+  /** The SP's private keys in use (PEM), any of which an encrypted assertion may be encrypted to. */
+  decryptionKeys: string[];
 };
 
 /** Outstanding AuthnRequest ids; shared by every process (Postgres). */
@@ -99,7 +103,7 @@ export type SamlLogin = {
   attributes: Record<string, string[]>;
 };
 
-function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string): SAML {
+function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string, decryptionKey?: string): SAML {
   if (settings.idpCertificates.length === 0) throw new Error(`SAML of employer ${settings.employerId} has no IdP certificate configured`);
   if (!(settings.clockSkewMs >= 0)) throw new Error('clockSkewMs must be zero or more'); // node-saml reads -1 as "skip time checks"
   return new SAML({
@@ -117,6 +121,7 @@ function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string): SA
     disableRequestedAuthnContext: true,
     ...(settings.authnRequestSigningKey ? { privateKey: settings.authnRequestSigningKey, signatureAlgorithm: 'sha256' as const } : {}),
     ...(generateUniqueId ? { generateUniqueId } : {}),
+    ...(decryptionKey ? { decryptionPvk: decryptionKey } : {}),
   });
 }
 
@@ -168,20 +173,26 @@ const NODE_SAML_FAILURES: ReadonlyArray<[RegExp, SamlFailureReason, string]> = [
   [/signature/i, 'SIGNATURE_INVALID', 'The SAML signature does not verify against the configured IdP certificate(s).'],
 ];
 
-async function verifyWithNodeSaml(settings: SamlSpSettings, samlResponseBase64: string): Promise<string> {
-  try {
-    const { profile } = await nodeSaml(settings).validatePostResponseAsync({ SAMLResponse: samlResponseBase64 });
-    if (!profile) throw new Error('Invalid signature: no signed assertion');
-    return profile.getAssertionXml?.() ?? '';
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const [, reason, text] = NODE_SAML_FAILURES.find(([pattern]) => pattern.test(message)) ?? [
-      undefined,
-      'MALFORMED',
-      'The SAML response could not be processed.',
-    ];
-    throw new SamlValidationError(reason, text, { cause: error });
+/**
+ * node-saml's verification; an encrypted assertion is decrypted with each SP key in use in turn (two at
+ * most during a key's overlap), the first that gives a verified assertion winning.
+ */
+async function verifyWithNodeSaml(settings: SamlSpSettings, samlResponseBase64: string, encrypted: boolean): Promise<string> {
+  const keys = encrypted ? settings.decryptionKeys : [undefined];
+  if (keys.length === 0) throw new SamlValidationError('MALFORMED', 'The SAML assertion is encrypted, but this employer has no SP key to decrypt it with (rotate the SP key to make one).');
+  let failure: unknown;
+  for (const key of keys) {
+    try {
+      const { profile } = await nodeSaml(settings, undefined, key).validatePostResponseAsync({ SAMLResponse: samlResponseBase64 });
+      if (!profile) throw new Error('Invalid signature: no signed assertion');
+      return profile.getAssertionXml?.() ?? '';
+    } catch (error) {
+      failure = error;
+    }
   }
+  const message = failure instanceof Error ? failure.message : String(failure);
+  const [, reason, text] = NODE_SAML_FAILURES.find(([pattern]) => pattern.test(message)) ?? [undefined, 'MALFORMED', 'The SAML response could not be processed.'];
+  throw new SamlValidationError(reason, text, { cause: failure });
 }
 
 const emailSchema = z.email().max(EMAIL_MAX);
@@ -222,10 +233,14 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
   const response = requireResponseRoot(doc);
   refuseWeakAlgorithms(doc);
   requireSuccessStatus(response);
-  requireSomeSignature(response, requireSingleAssertion(doc, response));
+  const single = requireSingleAssertion(doc, response);
+  if ('assertion' in single) requireSomeSignature(response, single.assertion);
 
-  // From here on, assertion content is read only from the bytes node-saml verified.
-  const verifiedAssertion = parseSamlXml(await verifyWithNodeSaml(settings, samlResponseBase64)).documentElement;
+  // From here on, assertion content is read only from the bytes node-saml verified (decrypted first if need be).
+  const verifiedDoc = parseSamlXml(await verifyWithNodeSaml(settings, samlResponseBase64, 'encrypted' in single));
+  // The signature an encrypted assertion carries was out of sight of the algorithm check above.
+  if ('encrypted' in single) refuseWeakAlgorithms(verifiedDoc);
+  const verifiedAssertion = verifiedDoc.documentElement;
   if (!verifiedAssertion) throw new SamlValidationError('MALFORMED', 'The signed SAML assertion is empty.');
   const now = new Date();
   requireIssuer(verifiedAssertion, settings.idpIssuer, 'assertion', true);

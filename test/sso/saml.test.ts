@@ -67,6 +67,7 @@ beforeEach(() => {
     firstNameAttribute: 'firstName',
     lastNameAttribute: 'lastName',
     clockSkewMs: 60_000,
+    decryptionKeys: [],
   };
   stores = { requests: memoryRequestStore(), replayCache: memoryReplayCache() };
 });

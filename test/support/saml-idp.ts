@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 // The package's default export differs between Node's and Vite's CommonJS interop; this named export does not.
 import { createSAMLResponse } from '@boxyhq/saml20/dist/response.js';
+import { IdentityProvider, SamlLib, ServiceProvider } from 'samlify';
 import { generate } from 'selfsigned';
 import { SignedXml } from 'xml-crypto';
 
@@ -56,6 +57,11 @@ export type TestIdp = {
   createLoginResponse(options: LoginResponseOptions): Promise<string>;
   /** Base64 SAMLResponse built by hand and signed with xml-crypto as the options say. */
   craftResponse(options: CraftResponseOptions): string;
+  /**
+   * The response with its (signed) assertion encrypted by samlify, as an IdP whose policy encrypts does:
+   * to the encryption certificate of the SP metadata given, AES-256 under RSA-OAEP.
+   */
+  encryptAssertion(samlResponseBase64: string, spMetadataXml: string): Promise<string>;
 };
 
 export const ATTACKER_EMAIL = 'attacker@evil.example';
@@ -168,6 +174,11 @@ export async function createTestIdp(options: { issuer?: string } = {}): Promise<
       if (craft.wrapping) xml = wrap(xml, craft.wrapping, assertionXml(craft, messageIssuer, ATTACKER_EMAIL, xmlId()));
       if (craft.tamperedEmail) xml = xml.replaceAll(escapeXml(craft.email), escapeXml(craft.tamperedEmail));
       return Buffer.from((craft.prolog ?? '') + xml, 'utf8').toString('base64');
+    },
+
+    async encryptAssertion(samlResponseBase64, spMetadataXml) {
+      const encryptingIdp = IdentityProvider({ entityID: issuer, isAssertionEncrypted: true, signingCert: key.certificatePem, singleSignOnService: [{ Binding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect', Location: `${issuer}/sso/saml` }], singleLogoutService: [{ Binding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect', Location: `${issuer}/slo` }] });
+      return SamlLib.encryptAssertion(encryptingIdp, ServiceProvider({ metadata: spMetadataXml }), Buffer.from(samlResponseBase64, 'base64').toString('utf8'));
     },
   };
 }
