@@ -20,6 +20,7 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   samlFirstNameAttribute: 'saml_first_name_attribute',
   samlLastNameAttribute: 'saml_last_name_attribute',
   samlSignAuthnRequests: 'saml_sign_authn_requests',
+  samlIdpInitiatedLogin: 'saml_idp_initiated_login',
   scimEnabled: 'scim_enabled',
 };
 

@@ -71,10 +71,10 @@ export const ssoAuditMappers: AuditMappers = {
     return { action: 'sso.sp_key.issue', targetType: 'employer', targetId: employerId, details: { keyId: key.keyId, fingerprintSha256: fingerprintOf(key.certificate), retiring } };
   },
   SamlLoginSucceeded: (event) => ({
-    action: 'auth.saml.login',
+    action: event.data.idpInitiated ? 'auth.saml.login_idp_initiated' : 'auth.saml.login',
     targetType: 'user',
     targetId: String(event.data.userId),
-    details: { assertionId: event.data.assertionId, provisioned: event.data.provisioned },
+    details: { assertionId: event.data.assertionId, provisioned: event.data.provisioned, idpInitiated: event.data.idpInitiated },
   }),
   SamlLoginsRefused: (event) => ({
     action: 'auth.saml.logins_refused',

@@ -19,6 +19,8 @@ const ssoSettings = z.object({
   samlLastNameAttribute: z.string().nullable(),
   /** AuthnRequests signed with the SP key (saml-sp-keys.ts); the SP metadata says AuthnRequestsSigned. */
   samlSignAuthnRequests: z.boolean(),
+  /** Unsolicited (IdP-initiated) responses accepted, with every check but InResponseTo (src/sso/saml.ts). */
+  samlIdpInitiatedLogin: z.boolean(),
   scimEnabled: z.boolean(),
 });
 export type SsoSettings = z.infer<typeof ssoSettings>;
@@ -26,10 +28,11 @@ export type SsoSettings = z.infer<typeof ssoSettings>;
 /**
  * The settings that decide whom a SAML response signs in: which IdP is trusted (entry point,
  * certificates, issuer, or the metadata URL that fills them), whether SAML is on, and which value of
- * the assertion names the user (the e-mail attribute, the NameID format). An API key cannot change them
+ * the assertion names the user (the e-mail attribute, the NameID format), and whether responses nobody
+ * asked for sign in (IdP-initiated login: a login started elsewhere lands here). An API key cannot change them
  * alone (sso-configuration.ts); the name attributes and SCIM settings are not among them.
  */
-export const SAML_TRUST_SETTINGS = ['samlEnabled', 'samlMetadataUrl', 'samlEntryPoint', 'samlCertificates', 'samlIssuer', 'samlNameIdFormat', 'samlEmailAttribute'] as const satisfies ReadonlyArray<keyof SsoSettings>;
+export const SAML_TRUST_SETTINGS = ['samlEnabled', 'samlMetadataUrl', 'samlEntryPoint', 'samlCertificates', 'samlIssuer', 'samlNameIdFormat', 'samlEmailAttribute', 'samlIdpInitiatedLogin'] as const satisfies ReadonlyArray<keyof SsoSettings>;
 export type SamlTrustSetting = (typeof SAML_TRUST_SETTINGS)[number];
 export const samlTrustChangesSchema = ssoSettings.pick(Object.fromEntries(SAML_TRUST_SETTINGS.map((key) => [key, true])) as Record<SamlTrustSetting, true>).partial();
 export type SamlTrustChanges = z.infer<typeof samlTrustChangesSchema>;
@@ -116,6 +119,7 @@ export const DEFAULT_SSO_SETTINGS: SsoSettings = {
   samlFirstNameAttribute: null,
   samlLastNameAttribute: null,
   samlSignAuthnRequests: false,
+  samlIdpInitiatedLogin: false,
   scimEnabled: false,
 };
 
@@ -145,7 +149,12 @@ export type SamlFailureReason = (typeof SAML_FAILURE_REASONS)[number];
 export const SAML_LOGIN_FAILURE_REASONS = [...SAML_FAILURE_REASONS, 'SAML_NOT_ENABLED', 'USER_DEACTIVATED', 'EMAIL_IN_OTHER_EMPLOYER'] as const;
 export type SamlLoginFailureReason = (typeof SAML_LOGIN_FAILURE_REASONS)[number];
 
-const samlLoginSucceeded = eventSchema('SamlLoginSucceeded', z.object({ loginId: z.string(), userId: z.string(), assertionId: z.string(), provisioned: z.boolean() }));
+/** `idpInitiated`: an unsolicited response (IdP-initiated login); version 1 had only SP-initiated ones. */
+const samlLoginSucceeded = eventSchema(
+  'SamlLoginSucceeded',
+  z.object({ loginId: z.string(), userId: z.string(), assertionId: z.string(), provisioned: z.boolean(), idpInitiated: z.boolean() }),
+  { version: 2, upcasters: { 1: (data) => ({ ...data, idpInitiated: false }) } },
+);
 /** One refusal each: written until refusals were counted instead (SamlLoginsRefused); kept to read that history. */
 const samlLoginFailed = eventSchema('SamlLoginFailed', z.object({ loginId: z.string(), reason: z.enum(SAML_LOGIN_FAILURE_REASONS), clientIp: z.string() }));
 

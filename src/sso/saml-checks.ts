@@ -201,13 +201,14 @@ function optionalInstant(element: Element | undefined, attribute: string): Date 
   return value ? parseInstant(value, attribute) : undefined;
 }
 
-export type BearerConfirmation = { inResponseTo: string; notOnOrAfter: Date };
+export type BearerConfirmation = { inResponseTo: string | null; notOnOrAfter: Date };
 
 /**
  * The Web SSO profile's bearer SubjectConfirmationData: Recipient must be our ACS URL, it must be inside its
  * time window (NotOnOrAfter is required by the profile), and it must answer a request (no IdP-initiated login).
  */
-export function requireBearerConfirmation(assertion: Element, acsUrl: string, clockSkewMs: number, now: Date): BearerConfirmation {
+/** `allowUnsolicited`: an assertion answering no request (no InResponseTo) passes, as IdP-initiated. */
+export function requireBearerConfirmation(assertion: Element, acsUrl: string, clockSkewMs: number, now: Date, allowUnsolicited: boolean): BearerConfirmation {
   const subject = firstChild(assertion, NS.assertion, 'Subject');
   const bearerData = (subject ? childElements(subject, NS.assertion, 'SubjectConfirmation') : [])
     .filter((confirmation) => confirmation.getAttribute('Method') === BEARER_METHOD)
@@ -230,15 +231,15 @@ export function requireBearerConfirmation(assertion: Element, acsUrl: string, cl
   if (now.getTime() - clockSkewMs >= notOnOrAfter.getTime()) {
     throw new SamlValidationError('EXPIRED', 'The SAML assertion has expired; sign in again.');
   }
-  const inResponseTo = data.getAttribute('InResponseTo');
-  if (!inResponseTo) {
-    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML assertion answers no sign-in request (IdP-initiated sign-in is not supported); start from this application.');
+  const inResponseTo = data.getAttribute('InResponseTo') || null;
+  if (!inResponseTo && !allowUnsolicited) {
+    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML assertion answers no sign-in request (IdP-initiated sign-in is off for this employer); start from this application.');
   }
   return { inResponseTo, notOnOrAfter };
 }
 
 /** The Response's own InResponseTo is unsigned when only the assertion is signed: it may only agree. */
-export function requireAgreeingResponseInResponseTo(response: Element, signedInResponseTo: string): void {
+export function requireAgreeingResponseInResponseTo(response: Element, signedInResponseTo: string | null): void {
   const responseInResponseTo = response.getAttribute('InResponseTo');
   if (responseInResponseTo && responseInResponseTo !== signedInResponseTo) {
     throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response and its signed assertion answer different sign-in requests.');

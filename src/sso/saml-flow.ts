@@ -66,14 +66,19 @@ export function spNameIdFormat(settings: SsoSettings): string {
   return settings.samlNameIdFormat ?? EMAIL_NAME_ID_FORMAT;
 }
 
-function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh, spKeys }: SsoConfigurationView): SamlSpSettings {
+/**
+ * The SP settings of a login step. Private keys are opened only for the step that uses them: the
+ * signing key to start a login whose request is signed, the decryption keys for an encrypted response.
+ */
+function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh, spKeys }: SsoConfigurationView, use: 'start' | 'plain response' | 'encrypted response'): SamlSpSettings {
   const { spEntityId, acsUrl } = serviceProviderUrls(ctx, employerId);
   const optional = (value: string | null) => value ?? undefined;
   const keysInUse = spKeysInUse(spKeys, new Date());
   const [signingKey] = keysInUse;
   return {
-    ...(settings.samlSignAuthnRequests && signingKey ? { authnRequestSigningKey: openSpPrivateKey(employerId, signingKey, ctx.encryptionKey) } : {}),
-    decryptionKeys: keysInUse.map((key) => openSpPrivateKey(employerId, key, ctx.encryptionKey)),
+    ...(use === 'start' && settings.samlSignAuthnRequests && signingKey ? { authnRequestSigningKey: openSpPrivateKey(employerId, signingKey, ctx.encryptionKey) } : {}),
+    allowIdpInitiated: settings.samlIdpInitiatedLogin,
+    decryptionKeys: use === 'encrypted response' ? keysInUse.map((key) => openSpPrivateKey(employerId, key, ctx.encryptionKey)) : [],
     employerId,
     spEntityId,
     acsUrl,
@@ -89,17 +94,17 @@ function spSettings(ctx: AppContext, employerId: string, { settings, metadataRef
 }
 
 /** 404 for an unknown employer, 400 when its SAML is off; otherwise its SP settings. */
-async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<SamlSpSettings> {
+async function enabledSpSettings(ctx: AppContext, employerId: string, use: Parameters<typeof spSettings>[3]): Promise<SamlSpSettings> {
   const configuration = await getSsoConfiguration(ctx.db.slonik, employerId);
   if (!configuration.settings.samlEnabled) {
     throw new DomainError('invalid', 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
   }
-  return spSettings(ctx, employerId, configuration);
+  return spSettings(ctx, employerId, configuration, use);
 }
 
 /** The IdP redirect URL for a new login; `returnTo` must pass the allowlist (400 otherwise). */
 export async function startSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, returnTo: string | undefined): Promise<string> {
-  const settings = await enabledSpSettings(ctx, employerId);
+  const settings = await enabledSpSettings(ctx, employerId, 'start');
   const target = returnTo === undefined ? null : normaliseReturnTo(returnTo, ctx.config);
   if (returnTo !== undefined && target === null) {
     throw new DomainError('invalid', 'RETURN_TO_NOT_ALLOWED', 'returnTo must be a path on this service or a URL on an allowed origin (RETURN_TO_ALLOWED_ORIGINS).');
@@ -108,6 +113,11 @@ export async function startSamlLogin(ctx: AppContext, saml: SamlRuntime, employe
   const { redirectUrl } = await createAuthnRequestRedirect(settings, postgresSamlRequestStore(ctx.db.slonik, target), '');
   saml.verifier.warm();
   return redirectUrl;
+}
+
+/** Whether the base64 response's XML names an EncryptedAssertion (a cheap look before it is screened and parsed). */
+function mentionsEncryptedAssertion(samlResponseBase64: string): boolean {
+  return Buffer.from(samlResponseBase64, 'base64').includes('EncryptedAssertion');
 }
 
 type Refuse = (reason: SamlLoginFailureReason, error: DomainError) => never;
@@ -142,9 +152,11 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
 /**
  * Validates an IdP's POSTed response and returns where to send the browser (a sign-in token link).
  * An unknown employer (404) or one whose SAML is off (400) is refused before anything is counted.
+ * `relayState` matters only to an IdP-initiated login: where it lands, if the returnTo allowlist admits it.
  */
-export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, samlResponse: string, request: FastifyRequest, reply: FastifyReply): Promise<string> {
-  const settings = await enabledSpSettings(ctx, employerId);
+export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, samlResponse: string, relayState: string | undefined, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  // A plain response needs no private key (the verifier checks the decrypted content either way).
+  const settings = await enabledSpSettings(ctx, employerId, mentionsEncryptedAssertion(samlResponse) ? 'encrypted response' : 'plain response');
   const { verifier, refusals, callbacksByAddress } = saml;
   const refuse: Refuse = (reason, error) => {
     refusals.count(employerId, reason, request.ip);
@@ -162,9 +174,10 @@ export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employ
   }
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, refuse);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
-  const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } };
+  const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned, idpInitiated: login.idpInitiated } };
   await handleCommand(ctx.commands, { streamName: samlLoginStream(employerId, event.data.loginId), decider: samlLoginDecider, command: { type: 'RecordSamlLogin', event }, context });
   const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });
   callbacksByAddress.refund(clientAddressKey(request.ip));
-  return postLoginLocation(signIn, requests.consumedReturnTo());
+  const landing = login.idpInitiated ? (relayState === undefined ? null : normaliseReturnTo(relayState, ctx.config)) : requests.consumedReturnTo();
+  return postLoginLocation(signIn, landing);
 }

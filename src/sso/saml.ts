@@ -15,8 +15,11 @@
 //   Response. node-saml is run with wantAuthnResponseSigned=false and wantAssertionsSigned=false, which is
 //   exactly that rule (with wantAssertionsSigned=true a response signed only as a whole would be refused).
 // - Only RSA-SHA256/512 with SHA-256/512 digests; SHA-1 anywhere in the message is refused.
-// - IdP-initiated (unsolicited) responses are refused: InResponseTo is required, read from the signed
-//   assertion's bearer SubjectConfirmationData; the Response's own InResponseTo, if present, must agree.
+// - IdP-initiated (unsolicited) responses are refused unless the employer turned them on
+//   (samlIdpInitiatedLogin): InResponseTo is read from the signed assertion's bearer
+//   SubjectConfirmationData; the Response's own InResponseTo, if present, must agree. An unsolicited one
+//   passes every other check (audience, Destination, Recipient, time) and the replay cache (one use).
+//   Its RelayState, unsigned, is only a landing place that must pass the returnTo allowlist.
 // - Outstanding AuthnRequests expire after AUTHN_REQUEST_TTL_MS (15 min: long enough for MFA enrolment).
 // - The replay cache keeps an assertion id until the earliest NotOnOrAfter of the assertion plus the skew.
 // - NameID format: the configured one, else emailAddress, in both the AuthnRequest and the metadata.
@@ -75,6 +78,8 @@ export type SamlSpSettings = {
   authnRequestSigningKey?: string;
   /** The SP's private keys in use (PEM), any of which an encrypted assertion may be encrypted to. */
   decryptionKeys: string[];
+  /** Unsolicited (IdP-initiated) responses accepted; default no. */
+  allowIdpInitiated?: boolean;
 };
 
 /** Outstanding AuthnRequest ids; shared by every process (Postgres). */
@@ -101,6 +106,8 @@ export type SamlLogin = {
   assertionId: string;
   sessionNotOnOrAfter?: Date;
   attributes: Record<string, string[]>;
+  /** Answering no request of ours: an IdP-initiated login. */
+  idpInitiated: boolean;
 };
 
 function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string, decryptionKey?: string): SAML {
@@ -221,7 +228,7 @@ function screenSamlResponse(samlResponseBase64: string): void {
 }
 
 /** What a response proves once its signature and content are verified; the two state checks (replay, request) remain. */
-export type VerifiedSamlResponse = { login: SamlLogin; inResponseTo: string; rememberUntil: Date };
+export type VerifiedSamlResponse = { login: SamlLogin; inResponseTo: string | null; rememberUntil: Date };
 
 /**
  * Everything about a screened response that needs no state: parsing, the structural checks, node-saml's
@@ -246,7 +253,7 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
   requireIssuer(verifiedAssertion, settings.idpIssuer, 'assertion', true);
   requireIssuer(response, settings.idpIssuer, 'response', false);
   requireDestination(response, settings.acsUrl);
-  const confirmation = requireBearerConfirmation(verifiedAssertion, settings.acsUrl, settings.clockSkewMs, now);
+  const confirmation = requireBearerConfirmation(verifiedAssertion, settings.acsUrl, settings.clockSkewMs, now, settings.allowIdpInitiated ?? false);
   requireAgreeingResponseInResponseTo(response, confirmation.inResponseTo);
   const content = readAssertionContent(verifiedAssertion);
   const email = resolveEmail(settings, content.nameId, content.nameIdFormat, content.attributes);
@@ -263,6 +270,7 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
       assertionId: content.assertionId,
       sessionNotOnOrAfter: content.sessionNotOnOrAfter,
       attributes: content.attributes,
+      idpInitiated: confirmation.inResponseTo === null,
     },
     inResponseTo: confirmation.inResponseTo,
     rememberUntil: new Date(validUntil + settings.clockSkewMs),
@@ -282,7 +290,7 @@ export async function validateSamlResponse(settings: SamlSpSettings, stores: Sam
   if (!(await stores.replayCache.remember(login.assertionId, settings.employerId, rememberUntil))) {
     throw new SamlValidationError('REPLAYED', 'This SAML assertion has already been used; sign in again.');
   }
-  if (!(await stores.requests.consume(inResponseTo, settings.employerId))) {
+  if (inResponseTo !== null && !(await stores.requests.consume(inResponseTo, settings.employerId))) {
     throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response answers no outstanding sign-in request of this employer (expired, already used, or never made here); sign in again.');
   }
   return login;

@@ -51,6 +51,7 @@ const pendingTrustChangeResponse = z
         samlIssuer: z.string().nullable(),
         samlNameIdFormat: z.string().nullable(),
         samlEmailAttribute: z.string().nullable(),
+        samlIdpInitiatedLogin: z.boolean(),
       })
       .partial()
       .meta({ description: 'The values it would put in effect; settings it leaves as they are are absent.' }),
@@ -69,6 +70,7 @@ export const ssoConfigurationResponse = z
     samlFirstNameAttribute: z.string().nullable(),
     samlLastNameAttribute: z.string().nullable(),
     samlSignAuthnRequests: z.boolean(),
+    samlIdpInitiatedLogin: z.boolean(),
     spKeys: z
       .array(z.object({ keyId: z.string(), fingerprintSha256: z.string(), validTo: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable(), signing: z.boolean() }))
       .meta({ description: "The service's SP key pairs in use, oldest first, all published in the SP metadata (signing and encryption). `signing`: the one AuthnRequests are signed with; a replaced key signs and decrypts until retiresAt." }),

@@ -41,7 +41,8 @@ export const samlRoutes = routesUsing<SamlRuntime>(async function samlRoutes(fas
     url: SAML_CALLBACK_URL,
     summary: 'SAML assertion consumer service (HTTP-POST binding)',
     description:
-      'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. Refusals are 4xx with `reason`; ' +
+      'Validates the response, resolves or provisions the user, and redirects with a one-time sign-in token. ' +
+      'An unsolicited (IdP-initiated) response is accepted only when the employer turned samlIdpInitiatedLogin on, with the same audience, recipient, time and one-time-use checks, and audited as auth.saml.login_idp_initiated. Refusals are 4xx with `reason`; ' +
       'those of an employer whose SAML is on are counted per minute and reason, each minute one audit entry (auth.saml.logins_refused), and the others are not recorded. ' +
       'Each callback spends one of its client address\'s allowance (an IPv6 address by its /64; 5/s, bursts of 50; a login that succeeds gives it back) before its body is read: past it, 429. ' +
       `The response is at most ${SAML_RESPONSE_XML_MAX_BYTES / 1024} KiB of XML, ${SAML_XML_ELEMENTS_MAX} elements, ${SAML_XML_ATTRIBUTES_MAX} attributes and ${SAML_XML_DEPTH_MAX} levels deep (else 401, reason MALFORMED), ` +
@@ -53,7 +54,7 @@ export const samlRoutes = routesUsing<SamlRuntime>(async function samlRoutes(fas
     bodyLimit: SAML_CALLBACK_BODY_LIMIT_BYTES,
     body: z.object({
       SAMLResponse: z.string().min(1).max(SAML_RESPONSE_MAX),
-      RelayState: z.string().max(URL_MAX).optional().meta({ description: 'Accepted and ignored: returnTo is kept server-side with the request.' }),
+      RelayState: z.string().max(URL_MAX).optional().meta({ description: 'SP-initiated: ignored (returnTo is kept server-side with the request). IdP-initiated: where the browser lands, if it passes the returnTo allowlist; else the console.' }),
     }),
     responses: {
       302: { description: 'To the sign-in exchange (or the returnTo carrying the token)' },
@@ -62,7 +63,7 @@ export const samlRoutes = routesUsing<SamlRuntime>(async function samlRoutes(fas
       429: { description: 'Too many callbacks from this client address (retry-after); not read, not counted' },
       503: { description: 'SAML_BUSY: too many responses waiting to be verified (retry-after)' },
     },
-    handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, saml, params.employerId, body.SAMLResponse, request, reply), 302),
+    handler: async ({ params, body, request, reply }) => reply.redirect(await finishSamlLogin(ctx, saml, params.employerId, body.SAMLResponse, body.RelayState, request, reply), 302),
   });
 
   defineRoute(fastify, ctx, {
