@@ -19,6 +19,7 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   samlEmailAttribute: 'saml_email_attribute',
   samlFirstNameAttribute: 'saml_first_name_attribute',
   samlLastNameAttribute: 'saml_last_name_attribute',
+  samlLogoutUrl: 'saml_logout_url',
   samlSignAuthnRequests: 'saml_sign_authn_requests',
   samlIdpInitiatedLogin: 'saml_idp_initiated_login',
   scimEnabled: 'scim_enabled',

@@ -45,6 +45,7 @@ const configurationRow = z.object({
   saml_email_attribute: z.string().nullable(),
   saml_first_name_attribute: z.string().nullable(),
   saml_last_name_attribute: z.string().nullable(),
+  saml_logout_url: z.string().nullable(),
   saml_sign_authn_requests: z.boolean(),
   saml_idp_initiated_login: z.boolean(),
   saml_sp_keys: z.array(spKey),
@@ -62,7 +63,7 @@ const configurationRow = z.object({
 export async function getSsoConfiguration(pool: DatabasePool, employerId: string): Promise<SsoConfigurationView> {
   const row = await pool.maybeOne(sql.type(configurationRow)`
     SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
-           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.saml_sign_authn_requests, c.saml_idp_initiated_login, c.saml_sp_keys, c.scim_enabled,
+           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.saml_logout_url, c.saml_sign_authn_requests, c.saml_idp_initiated_login, c.saml_sp_keys, c.scim_enabled,
            c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at, c.pending_trust_change,
            c.saml_retiring_certificates, c.saml_metadata_refreshed_at, c.saml_metadata_refresh_failure
     FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
@@ -81,6 +82,7 @@ export async function getSsoConfiguration(pool: DatabasePool, employerId: string
       samlEmailAttribute: row.saml_email_attribute,
       samlFirstNameAttribute: row.saml_first_name_attribute,
       samlLastNameAttribute: row.saml_last_name_attribute,
+      samlLogoutUrl: row.saml_logout_url,
       samlSignAuthnRequests: row.saml_sign_authn_requests,
       samlIdpInitiatedLogin: row.saml_idp_initiated_login,
       scimEnabled: row.scim_enabled,

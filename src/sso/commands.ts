@@ -22,7 +22,7 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
     changes.samlMetadataUrl = input.samlMetadataUrl;
     if (input.samlMetadataUrl !== null) {
       const metadata = await fetchIdpMetadata(input.samlMetadataUrl, metadataFetch);
-      Object.assign(changes, { samlEntryPoint: metadata.entryPoint, samlCertificates: metadata.certificates, samlIssuer: metadata.issuer });
+      Object.assign(changes, { samlEntryPoint: metadata.entryPoint, samlCertificates: metadata.certificates, samlIssuer: metadata.issuer, samlLogoutUrl: metadata.logoutUrl });
     }
   }
   // Absent fields are absent from the parsed body (JSON has no undefined), so they change nothing.

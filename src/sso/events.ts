@@ -17,6 +17,8 @@ const ssoSettings = z.object({
   samlEmailAttribute: z.string().nullable(),
   samlFirstNameAttribute: z.string().nullable(),
   samlLastNameAttribute: z.string().nullable(),
+  /** The IdP's Single Logout URL (HTTP-Redirect): where a sign-out here sends the signed LogoutRequest. */
+  samlLogoutUrl: z.string().nullable(),
   /** AuthnRequests signed with the SP key (saml-sp-keys.ts); the SP metadata says AuthnRequestsSigned. */
   samlSignAuthnRequests: z.boolean(),
   /** Unsolicited (IdP-initiated) responses accepted, with every check but InResponseTo (src/sso/saml.ts). */
@@ -118,6 +120,7 @@ export const DEFAULT_SSO_SETTINGS: SsoSettings = {
   samlEmailAttribute: null,
   samlFirstNameAttribute: null,
   samlLastNameAttribute: null,
+  samlLogoutUrl: null,
   samlSignAuthnRequests: false,
   samlIdpInitiatedLogin: false,
   scimEnabled: false,

@@ -32,7 +32,7 @@
 //   emailAddress; trimmed and lower-cased. Unset first/last-name attributes are not guessed.
 // - A Response-level Issuer is optional (SAML core) but must equal the configured issuer when present.
 import { randomUUID } from 'node:crypto';
-import { SAML, ValidateInResponseTo } from '@node-saml/node-saml';
+import { SAML, ValidateInResponseTo, type Profile } from '@node-saml/node-saml';
 import { z } from 'zod';
 import {
   SamlValidationError,
@@ -74,12 +74,14 @@ export type SamlSpSettings = {
   firstNameAttribute?: string;
   lastNameAttribute?: string;
   clockSkewMs: number;
-  /** The SP's private key (PEM) AuthnRequests are signed with; absent: unsigned. */
-  authnRequestSigningKey?: string;
+  /** The SP's private key (PEM) that signs: AuthnRequests when the employer asks, logout messages always. */
+  spSigningKey?: string;
   /** The SP's private keys in use (PEM), any of which an encrypted assertion may be encrypted to. */
   decryptionKeys: string[];
   /** Unsolicited (IdP-initiated) responses accepted; default no. */
   allowIdpInitiated?: boolean;
+  /** The IdP's Single Logout URL (HTTP-Redirect). */
+  idpLogoutUrl?: string;
 };
 
 /** Outstanding AuthnRequest ids; shared by every process (Postgres). */
@@ -126,9 +128,10 @@ function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string, dec
     // InResponseTo is checked below from the signed assertion against the shared store, consumed atomically.
     validateInResponseTo: ValidateInResponseTo.never,
     disableRequestedAuthnContext: true,
-    ...(settings.authnRequestSigningKey ? { privateKey: settings.authnRequestSigningKey, signatureAlgorithm: 'sha256' as const } : {}),
+    ...(settings.spSigningKey ? { privateKey: settings.spSigningKey, signatureAlgorithm: 'sha256' as const } : {}),
     ...(generateUniqueId ? { generateUniqueId } : {}),
     ...(decryptionKey ? { decryptionPvk: decryptionKey } : {}),
+    ...(settings.idpLogoutUrl ? { logoutUrl: settings.idpLogoutUrl, idpIssuer: settings.idpIssuer } : {}),
   });
 }
 
@@ -148,6 +151,8 @@ const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&
 const base64Of = (pem: string) => pem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '');
 
 export type SpMetadataInput = Pick<SamlSpSettings, 'spEntityId' | 'acsUrl' | 'nameIdFormat'> & {
+  /** Where the IdP sends LogoutRequests and LogoutResponses (HTTP-Redirect). */
+  singleLogoutUrl: string;
   /** The SP certificates in use, each published for signing and for encryption. */
   certificates: string[];
   authnRequestsSigned: boolean;
@@ -166,6 +171,7 @@ export function generateSpMetadata(input: SpMetadataInput): string {
     `<?xml version="1.0"?>\n<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${escapeXml(input.spEntityId)}">` +
     `<SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol" AuthnRequestsSigned="${input.authnRequestsSigned}" WantAssertionsSigned="false">` +
     keyDescriptors.join('') +
+    `<SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${escapeXml(input.singleLogoutUrl)}"/>` +
     `<NameIDFormat>${escapeXml(input.nameIdFormat ?? EMAIL_NAME_ID_FORMAT)}</NameIDFormat>` +
     `<AssertionConsumerService index="1" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${escapeXml(input.acsUrl)}"/>` +
     `</SPSSODescriptor></EntityDescriptor>`
@@ -294,4 +300,41 @@ export async function validateSamlResponse(settings: SamlSpSettings, stores: Sam
     throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response answers no outstanding sign-in request of this employer (expired, already used, or never made here); sign in again.');
   }
   return login;
+}
+
+const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
+
+/** A Single Logout message the IdP sent over the HTTP-Redirect binding, verified. */
+export type IdpLogoutMessage = { kind: 'request'; requestId: string; nameId: string; profile: Profile } | { kind: 'response' };
+
+/**
+ * Verifies a LogoutRequest or LogoutResponse on the HTTP-Redirect binding: signed (node-saml accepts an
+ * unsigned one, so the signature is required here) with RSA-SHA256 by a configured IdP certificate,
+ * from the configured issuer, within its time window. Small messages (a URL's worth): verified in this thread.
+ */
+export async function verifyIdpLogoutRedirect(settings: SamlSpSettings, query: Record<string, string>, rawQuery: string): Promise<IdpLogoutMessage> {
+  if (!query.Signature) throw new SamlValidationError('UNSIGNED', 'The SAML logout message is not signed.');
+  if (query.SigAlg !== RSA_SHA256) throw new SamlValidationError('ALGORITHM_REFUSED', `The SAML logout message is signed with ${query.SigAlg ?? '(none)'}, not RSA-SHA256.`);
+  try {
+    const { profile } = await nodeSaml(settings).validateRedirectAsync(query, rawQuery);
+    if (!query.SAMLRequest) return { kind: 'response' };
+    if (!profile?.ID || !profile.nameID) throw new Error('Missing SAML LogoutRequest ID or NameID');
+    return { kind: 'request', requestId: profile.ID, nameId: profile.nameID, profile };
+  } catch (error) {
+    if (error instanceof SamlValidationError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    const reason = /signature/i.test(message) ? 'SIGNATURE_INVALID' : /issuer/i.test(message) ? 'ISSUER_MISMATCH' : /expired/i.test(message) ? 'EXPIRED' : 'MALFORMED';
+    throw new SamlValidationError(reason, `The SAML logout message was refused: ${message}.`, { cause: error });
+  }
+}
+
+/** The redirect answering a verified LogoutRequest with a LogoutResponse, signed with the SP key (settings.spSigningKey). */
+export async function logoutResponseRedirect(settings: SamlSpSettings, request: Profile, relayState: string): Promise<string> {
+  return nodeSaml(settings).getLogoutResponseUrlAsync(request, relayState, {}, true);
+}
+
+/** The redirect to the IdP's Single Logout URL with a LogoutRequest for `nameId`, signed with the SP key. */
+export async function logoutRequestRedirect(settings: SamlSpSettings, nameId: string): Promise<string> {
+  const user = { issuer: settings.idpIssuer, nameID: nameId, nameIDFormat: settings.nameIdFormat ?? EMAIL_NAME_ID_FORMAT } as Profile;
+  return nodeSaml(settings).getLogoutUrlAsync(user, '', {});
 }

@@ -30,7 +30,7 @@ const refresh = (certificates: string[], now = NOW, metadata: { issuer?: string;
   type: 'RefreshSamlMetadata',
   employerId: EMPLOYER,
   metadataUrl: URL,
-  reading: { metadata: { issuer: metadata.issuer ?? ISSUER, entryPoint: metadata.entryPoint ?? ENTRY, certificates } },
+  reading: { metadata: { issuer: metadata.issuer ?? ISSUER, entryPoint: metadata.entryPoint ?? ENTRY, logoutUrl: null, certificates } },
   now: now.toISOString(),
 });
 const refreshed = (data: Partial<SamlMetadataRefreshed['data']>): SamlMetadataRefreshed => ({

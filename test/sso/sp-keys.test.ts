@@ -2,14 +2,14 @@
 // save, published in the SP metadata for signing and encryption, rotated with an overlap, and signing
 // AuthnRequests when the employer asks (verified here as an IdP does, with the certificate the SP
 // metadata publishes, over the HTTP-Redirect binding's signed query string).
-import { verify, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { DOMParser } from '@xmldom/xmldom';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createTestIdp, type TestIdp } from '../support/saml-idp.ts';
 import { startTestService, type TestService } from '../support/service.ts';
-import { enableSaml, getSso, postCallback, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
+import { enableSaml, getSso, postCallback, redirectSignatureVerifies, spUrls, startLogin, type Tenant } from './sso-test-kit.ts';
 
 let service: TestService;
 let idp: TestIdp;
@@ -34,19 +34,6 @@ async function spMetadata(employerId: string) {
       .filter((key) => key.getAttribute('use') === use)
       .map((key) => new X509Certificate(Buffer.from(key.getElementsByTagNameNS(DSIG, 'X509Certificate')[0]!.textContent!, 'base64')));
   return { authnRequestsSigned: descriptor.getAttribute('AuthnRequestsSigned'), signing: certificates('signing'), encryption: certificates('encryption') };
-}
-
-/**
- * The redirect's signature checked as SAML bindings 3.4.4.1 says: over the query's own encoded
- * `SAMLRequest=...&RelayState=...&SigAlg=...`, with `certificate`.
- */
-function redirectSignatureVerifies(location: string, certificate: X509Certificate): boolean {
-  const query = new URL(location).search.slice(1).split('&');
-  const raw = (name: string) => query.find((part) => part.startsWith(`${name}=`));
-  const signed = ['SAMLRequest', 'RelayState', 'SigAlg'].map(raw).filter((part) => part !== undefined).join('&');
-  const signature = Buffer.from(decodeURIComponent(raw('Signature')!.slice('Signature='.length)), 'base64');
-  expect(decodeURIComponent(raw('SigAlg')!.slice('SigAlg='.length))).toBe('http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
-  return verify('sha256', Buffer.from(signed), certificate.publicKey, signature);
 }
 
 async function loginSucceeds(tenant: Tenant, location: string, requestId: string) {

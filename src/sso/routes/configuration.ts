@@ -69,6 +69,7 @@ export const ssoConfigurationResponse = z
     samlEmailAttribute: z.string().nullable(),
     samlFirstNameAttribute: z.string().nullable(),
     samlLastNameAttribute: z.string().nullable(),
+    samlLogoutUrl: z.string().nullable(),
     samlSignAuthnRequests: z.boolean(),
     samlIdpInitiatedLogin: z.boolean(),
     spKeys: z
