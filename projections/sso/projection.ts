@@ -19,6 +19,9 @@ export const SSO_SETTING_COLUMNS: Record<keyof SsoSettings, string> = {
   samlEmailAttribute: 'saml_email_attribute',
   samlFirstNameAttribute: 'saml_first_name_attribute',
   samlLastNameAttribute: 'saml_last_name_attribute',
+  samlLogoutUrl: 'saml_logout_url',
+  samlSignAuthnRequests: 'saml_sign_authn_requests',
+  samlIdpInitiatedLogin: 'saml_idp_initiated_login',
   scimEnabled: 'scim_enabled',
 };
 
@@ -31,9 +34,11 @@ export const ssoProjection = defineProjection<SsoConfigurationEvent>({
     for (const event of events) {
       const { employerId } = event.data;
       const at = event.metadata.occurredAt;
+      const assignments = assignmentsOf(event);
+      if (assignments.length === 0) continue;
       await tx.query(sql.unsafe`INSERT INTO sso_configurations (employer_id, updated_at) VALUES (${employerId}, ${at}) ON CONFLICT DO NOTHING`);
       await tx.query(sql.unsafe`
-        UPDATE sso_configurations SET ${sql.join(assignmentsOf(event), sql.fragment`, `)}
+        UPDATE sso_configurations SET ${sql.join(assignments, sql.fragment`, `)}
         WHERE employer_id = ${employerId}`);
     }
     // Every process drops its cached SCIM token lookups (src/sso/scim-token.ts). Sent before the
@@ -48,13 +53,22 @@ function settingAssignments(changes: Partial<SsoSettings>) {
   );
 }
 
+/** Certificates set directly replace the retiring ones; a new metadata URL clears its refresh's failure (as the decider's evolve). */
+function directSettingAssignments(changes: Partial<SsoSettings>) {
+  return [
+    ...settingAssignments(changes),
+    ...(changes.samlCertificates === undefined ? [] : [sql.fragment`saml_retiring_certificates = '[]'`]),
+    ...(changes.samlMetadataUrl === undefined ? [] : [sql.fragment`saml_metadata_refresh_failure = NULL`]),
+  ];
+}
+
 /** The columns an event sets: settings in effect (and updated_at) for changes, the pending change for proposals. */
 function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
   const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'SsoConfigurationUpdated': {
       const { changes, issuedScimToken, revokedScimTokenId } = event.data;
-      const assignments = settingAssignments(changes);
+      const assignments = directSettingAssignments(changes);
       if (issuedScimToken) {
         assignments.push(
           sql.fragment`scim_token_id = ${issuedScimToken.tokenId}`,
@@ -71,8 +85,33 @@ function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
       return [sql.fragment`pending_trust_change = ${sql.jsonb(pending)}`];
     }
     case 'SsoTrustChangeConfirmed':
-      return [...settingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
+      return [...directSettingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
     case 'SsoTrustChangeDiscarded':
       return [sql.fragment`pending_trust_change = NULL`];
+    case 'SamlMetadataRefreshed': {
+      const { addedCertificates, retiringCertificates, removedCertificates, entryPoint } = event.data;
+      const leaving = sql.jsonb([...retiringCertificates.map((entry) => entry.certificate), ...removedCertificates, ...addedCertificates]);
+      return [
+        sql.fragment`saml_certificates = (SELECT coalesce(jsonb_agg(pem ORDER BY n), '[]') FROM jsonb_array_elements(saml_certificates) WITH ORDINALITY AS c(pem, n) WHERE NOT ${leaving} @> jsonb_build_array(pem)) || ${sql.jsonb(addedCertificates)}`,
+        sql.fragment`saml_retiring_certificates = (SELECT coalesce(jsonb_agg(r ORDER BY n), '[]') FROM jsonb_array_elements(saml_retiring_certificates) WITH ORDINALITY AS c(r, n) WHERE NOT ${leaving} @> jsonb_build_array(r->'certificate')) || ${sql.jsonb(retiringCertificates)}`,
+        ...(entryPoint === null ? [] : [sql.fragment`saml_entry_point = ${entryPoint}`]),
+        sql.fragment`saml_metadata_refreshed_at = ${at}`,
+        sql.fragment`saml_metadata_refresh_failure = NULL`,
+      ];
+    }
+    case 'SamlMetadataRefreshFailed':
+      return [sql.fragment`saml_metadata_refresh_failure = ${sql.jsonb({ at, code: event.data.code, message: event.data.message })}`];
+    case 'SamlSpKeyIssued': {
+      // As the decider's keysAfterIssue: keys retired before this one was issued dropped, those it replaces given their end, it appended.
+      const { key, retiring } = event.data;
+      return [sql.fragment`saml_sp_keys = (
+        SELECT coalesce(jsonb_agg(CASE WHEN r."retiresAt" IS NULL THEN k ELSE jsonb_set(k, '{retiresAt}', to_jsonb(r."retiresAt")) END ORDER BY n), '[]')
+        FROM jsonb_array_elements(saml_sp_keys) WITH ORDINALITY AS c(k, n)
+        LEFT JOIN jsonb_to_recordset(${sql.jsonb(retiring)}) AS r("keyId" text, "retiresAt" text) ON r."keyId" = k->>'keyId'
+        WHERE k->>'retiresAt' IS NULL OR (k->>'retiresAt')::timestamptz > ${key.issuedAt}::timestamptz
+      ) || jsonb_build_array(${sql.jsonb(key)}::jsonb)`];
+    }
+    case 'SamlCertificateExpiryWarned':
+      return []; // the warning is in the audit log and the mail; GET computes the banner from the certificates
   }
 }

@@ -12,8 +12,22 @@ const pendingTrustChange = z.object({
 });
 export type PendingTrustChangeView = z.infer<typeof pendingTrustChange>;
 
+const spKey = z.object({ keyId: z.string(), certificate: z.string(), sealedPrivateKey: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable() });
+const retiringCertificate = z.object({ certificate: z.string(), trustedUntil: z.string() });
+const refreshFailure = z.object({ at: z.string(), code: z.string(), message: z.string() });
+
+/** The IdP metadata read again: certificates it stopped listing (still in their grace period or not), when it last changed trust, its last failure. */
+export type MetadataRefreshView = {
+  retiringCertificates: Array<z.infer<typeof retiringCertificate>>;
+  refreshedAt: string | null;
+  failure: z.infer<typeof refreshFailure> | null;
+};
+
 export type SsoConfigurationView = {
   settings: SsoSettings;
+  metadataRefresh: MetadataRefreshView;
+  /** The SP key pairs (src/sso/saml-sp-keys.ts), private keys sealed. */
+  spKeys: Array<z.infer<typeof spKey>>;
   scimTokenExists: boolean;
   scimTokenRotatedAt: string | null;
   updatedAt: string | null;
@@ -31,23 +45,31 @@ const configurationRow = z.object({
   saml_email_attribute: z.string().nullable(),
   saml_first_name_attribute: z.string().nullable(),
   saml_last_name_attribute: z.string().nullable(),
+  saml_logout_url: z.string().nullable(),
+  saml_sign_authn_requests: z.boolean(),
+  saml_idp_initiated_login: z.boolean(),
+  saml_sp_keys: z.array(spKey),
   scim_enabled: z.boolean(),
   scim_token_exists: z.boolean(),
   scim_token_rotated_at: z.string().nullable(),
   updated_at: z.string(),
   pending_trust_change: pendingTrustChange.nullable(),
+  saml_retiring_certificates: z.array(retiringCertificate),
+  saml_metadata_refreshed_at: z.string().nullable(),
+  saml_metadata_refresh_failure: refreshFailure.nullable(),
 });
 
 /** The employer's SSO configuration (defaults when never saved); 404 when the employer does not exist. */
 export async function getSsoConfiguration(pool: DatabasePool, employerId: string): Promise<SsoConfigurationView> {
   const row = await pool.maybeOne(sql.type(configurationRow)`
     SELECT c.saml_enabled, c.saml_metadata_url, c.saml_entry_point, c.saml_certificates, c.saml_issuer, c.saml_name_id_format,
-           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.scim_enabled,
-           c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at, c.pending_trust_change
+           c.saml_email_attribute, c.saml_first_name_attribute, c.saml_last_name_attribute, c.saml_logout_url, c.saml_sign_authn_requests, c.saml_idp_initiated_login, c.saml_sp_keys, c.scim_enabled,
+           c.scim_token_hash IS NOT NULL AS scim_token_exists, c.scim_token_rotated_at, c.updated_at, c.pending_trust_change,
+           c.saml_retiring_certificates, c.saml_metadata_refreshed_at, c.saml_metadata_refresh_failure
     FROM sso_configurations c WHERE c.employer_id = ${employerId}`);
   if (!row) {
     if (!(await employerExists(pool, employerId))) throw notFound(`Employer ${employerId}`);
-    return { settings: DEFAULT_SSO_SETTINGS, scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null, pendingTrustChange: null };
+    return { settings: DEFAULT_SSO_SETTINGS, metadataRefresh: { retiringCertificates: [], refreshedAt: null, failure: null }, spKeys: [], scimTokenExists: false, scimTokenRotatedAt: null, updatedAt: null, pendingTrustChange: null };
   }
   return {
     settings: {
@@ -60,8 +82,13 @@ export async function getSsoConfiguration(pool: DatabasePool, employerId: string
       samlEmailAttribute: row.saml_email_attribute,
       samlFirstNameAttribute: row.saml_first_name_attribute,
       samlLastNameAttribute: row.saml_last_name_attribute,
+      samlLogoutUrl: row.saml_logout_url,
+      samlSignAuthnRequests: row.saml_sign_authn_requests,
+      samlIdpInitiatedLogin: row.saml_idp_initiated_login,
       scimEnabled: row.scim_enabled,
     },
+    spKeys: row.saml_sp_keys,
+    metadataRefresh: { retiringCertificates: row.saml_retiring_certificates, refreshedAt: row.saml_metadata_refreshed_at, failure: row.saml_metadata_refresh_failure },
     scimTokenExists: row.scim_token_exists,
     scimTokenRotatedAt: row.scim_token_rotated_at,
     updatedAt: row.updated_at,
@@ -86,4 +113,15 @@ export async function findScimTokenOwner(pool: DatabasePool, tokenHash: string) 
 export async function currentScimTokenHashes(pool: DatabasePool): Promise<readonly string[]> {
   return pool.anyFirst(sql.type(z.object({ scim_token_hash: z.string() }))`
     SELECT scim_token_hash FROM sso_configurations WHERE scim_enabled AND scim_token_hash IS NOT NULL AND scim_token_id IS NOT NULL`);
+}
+
+/** Every employer whose SAML trust follows an IdP metadata URL, and that URL (the daily refresh). */
+export async function samlMetadataSources(pool: DatabasePool): Promise<ReadonlyArray<{ employer_id: string; saml_metadata_url: string }>> {
+  return pool.any(sql.type(z.object({ employer_id: z.string(), saml_metadata_url: z.string() }))`
+    SELECT employer_id, saml_metadata_url FROM sso_configurations WHERE saml_metadata_url IS NOT NULL ORDER BY employer_id`);
+}
+
+/** The employers whose SAML sign-in is on (the daily certificate expiry check). */
+export async function samlEnabledEmployers(pool: DatabasePool): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ employer_id: z.string() }))`SELECT employer_id FROM sso_configurations WHERE saml_enabled ORDER BY employer_id`);
 }

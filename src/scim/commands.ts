@@ -95,7 +95,7 @@ async function writeScimUser(ctx: AppContext, writer: ScimWriter, caller: ScimCa
   );
   for (const keyHash of revokedKeyHashes) ctx.auth.apiKeys.invalidate(keyHash);
   // Sessions are ended also when the user was already inactive: one left over by a failed earlier attempt goes now.
-  if (deactivated) await endUserSessions(ctx, context, { userId });
+  if (deactivated) await endUserSessions(ctx, context, { userId, reason: 'user_deactivated' });
   // A deactivation also waits for api-keys, which marks the user's keys revoked and refused.
   if (position) await writer.awaitReadModels(position, deactivated ? ['api-keys'] : []);
 }

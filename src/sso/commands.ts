@@ -5,7 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
+import { DomainError } from '../event-store/decider.ts';
+import { getSsoConfiguration } from '../../projections/sso/queries.ts';
 import { fetchIdpMetadata, type MetadataFetchOptions } from './idp-metadata.ts';
+import type { MetadataReading } from './saml-certificates.ts';
+import { newSpKey } from './saml-sp-keys.ts';
 import { newScimToken } from './scim-token.ts';
 import type { SsoConfigurationUpdate } from './settings-input.ts';
 import type { SsoSettings } from './events.ts';
@@ -18,7 +22,7 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
     changes.samlMetadataUrl = input.samlMetadataUrl;
     if (input.samlMetadataUrl !== null) {
       const metadata = await fetchIdpMetadata(input.samlMetadataUrl, metadataFetch);
-      Object.assign(changes, { samlEntryPoint: metadata.entryPoint, samlCertificates: metadata.certificates, samlIssuer: metadata.issuer });
+      Object.assign(changes, { samlEntryPoint: metadata.entryPoint, samlCertificates: metadata.certificates, samlIssuer: metadata.issuer, samlLogoutUrl: metadata.logoutUrl });
     }
   }
   // Absent fields are absent from the parsed body (JSON has no undefined), so they change nothing.
@@ -41,6 +45,9 @@ export async function updateSsoConfiguration(
   const employerId = employerOf(context);
   const candidate = newScimToken();
   const changeId = randomUUID();
+  // The employer's first SP key pair comes with its first save; generating one costs tens of milliseconds, so only when none shows.
+  const { spKeys } = await getSsoConfiguration(ctx.db.slonik, employerId);
+  const candidateSpKey = spKeys.length === 0 ? await newSpKey(employerId, ctx.encryptionKey, new Date()) : null;
   const { newEvents } = await handleCommand(ctx.commands, {
     streamName: ssoConfigurationStream(employerId),
     decider: ssoConfigurationDecider,
@@ -50,6 +57,7 @@ export async function updateSsoConfiguration(
       changes: await settingChanges(update, metadataFetch),
       rotateScimToken: update.rotateScimToken ?? false,
       candidateScimToken: { tokenId: candidate.tokenId, tokenHash: candidate.tokenHash },
+      candidateSpKey,
       trust: input.trustChanges === 'apply' ? { mode: 'apply' } : { mode: 'propose', changeId },
       now: new Date().toISOString(),
     },
@@ -73,4 +81,47 @@ export async function discardSsoTrustChange(ctx: AppContext, context: CommandCon
 async function decideTrustChange(ctx: AppContext, context: CommandContext, type: 'ConfirmSsoTrustChange' | 'DiscardSsoTrustChange', changeId: string): Promise<void> {
   const employerId = employerOf(context);
   await handleCommand(ctx.commands, { streamName: ssoConfigurationStream(employerId), decider: ssoConfigurationDecider, command: { type, employerId, changeId }, context });
+}
+
+/**
+ * Reads the IdP metadata at the employer's metadata URL in effect and records what changed, or the
+ * failure (the last good metadata stays in effect). By the daily job (a system actor) or an
+ * administrator; 400 SAML_METADATA_URL_NOT_SET when the configuration follows no metadata URL.
+ */
+export async function refreshSamlMetadata(ctx: AppContext, context: CommandContext, input: { metadataUrl: string | null; metadataFetch: MetadataFetchOptions; now: Date }): Promise<void> {
+  const employerId = employerOf(context);
+  const { metadataUrl } = input;
+  if (metadataUrl === null) throw new DomainError('invalid', 'SAML_METADATA_URL_NOT_SET', 'The SSO configuration has no samlMetadataUrl to refresh from; set one with POST /api/employer/sso.');
+  let reading: MetadataReading;
+  try {
+    reading = { metadata: await fetchIdpMetadata(metadataUrl, input.metadataFetch) };
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    reading = { failure: { code: error.code, message: error.message } };
+  }
+  await handleCommand(ctx.commands, {
+    streamName: ssoConfigurationStream(employerId),
+    decider: ssoConfigurationDecider,
+    command: { type: 'RefreshSamlMetadata', employerId, metadataUrl, reading, now: input.now.toISOString() },
+    context,
+  });
+}
+
+/** Records a warning when the last valid IdP signing certificate has reached a threshold (30, 7, 1 days) not warned of yet. */
+export async function warnOfCertificateExpiry(ctx: AppContext, context: CommandContext, input: { now: Date }): Promise<void> {
+  const employerId = employerOf(context);
+  await handleCommand(ctx.commands, { streamName: ssoConfigurationStream(employerId), decider: ssoConfigurationDecider, command: { type: 'WarnOfCertificateExpiry', employerId, now: input.now.toISOString() }, context });
+}
+
+/** An administrator's refresh from the console: the metadata URL in effect, read now. */
+export async function refreshSamlMetadataNow(ctx: AppContext, context: CommandContext, metadataFetch: MetadataFetchOptions): Promise<void> {
+  const { settings } = await getSsoConfiguration(ctx.db.slonik, employerOf(context));
+  await refreshSamlMetadata(ctx, context, { metadataUrl: settings.samlMetadataUrl, metadataFetch, now: new Date() });
+}
+
+/** A new SP key pair, published at once; the keys in use keep signing and decrypting for `overlapHours`. */
+export async function rotateSamlSpKey(ctx: AppContext, context: CommandContext, input: { overlapHours: number }): Promise<void> {
+  const employerId = employerOf(context);
+  const key = await newSpKey(employerId, ctx.encryptionKey, new Date());
+  await handleCommand(ctx.commands, { streamName: ssoConfigurationStream(employerId), decider: ssoConfigurationDecider, command: { type: 'RotateSamlSpKey', employerId, key, overlapMs: input.overlapHours * 3600_000 }, context });
 }

@@ -8,13 +8,22 @@ import { DomainError } from '../event-store/decider.ts';
 import { assertSafeTargetUrl, createSafeDispatcher, UnsafeTargetError } from '../net/safe-target.ts';
 import { parseCertificates } from './settings-input.ts';
 
-export type IdpMetadata = { issuer: string; entryPoint: string; certificates: string[] };
+/** `logoutUrl`: the IdP's HTTP-Redirect SingleLogoutService, when it offers one over https. */
+export type IdpMetadata = { issuer: string; entryPoint: string; logoutUrl: string | null; certificates: string[] };
 
 export type MetadataFetchOptions = {
   allowPrivateNetworks: boolean;
   /** Tests only: trust this CA for the metadata host (see createSafeDispatcher). */
   ca?: string;
 };
+
+/**
+ * How the service fetches metadata: WEBHOOK_ALLOW_PRIVATE_NETWORKS (development and tests only) lets it
+ * reach private and loopback addresses, as for webhook receivers.
+ */
+export function metadataFetchOptionsOf(config: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean }, ca: string | undefined): MetadataFetchOptions {
+  return { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(ca ? { ca } : {}) };
+}
 
 const FETCH_TIMEOUT_MS = 10_000;
 // Metadata of one IdP is a few KiB; federation aggregates (not supported) are megabytes.
@@ -92,6 +101,8 @@ export function parseIdpMetadata(xml: string, now: Date): IdpMetadata {
   if (!entryPoint) throw invalid('the IdP offers no SingleSignOnService with the HTTP-Redirect binding');
   if (!entryPoint.startsWith('https://')) throw invalid(`the IdP's SingleSignOnService ${entryPoint} is not https`);
 
+  const logoutUrl = elements(descriptor, MD, 'SingleLogoutService').find((service) => service.getAttribute('Binding') === REDIRECT_BINDING)?.getAttribute('Location') ?? null;
+
   const signingKeys = elements(descriptor, MD, 'KeyDescriptor').filter((key) => (key.getAttribute('use') ?? 'signing') === 'signing');
   const certificates: string[] = [];
   for (const value of signingKeys.flatMap((key) => elements(key, DSIG, 'X509Certificate'))) {
@@ -100,5 +111,5 @@ export function parseIdpMetadata(xml: string, now: Date): IdpMetadata {
     if ('pems' in parsed) certificates.push(...parsed.pems.filter((pem) => !certificates.includes(pem)));
   }
   if (certificates.length === 0) throw invalid('the metadata carries no valid (parseable, unexpired) signing certificate');
-  return { issuer, entryPoint, certificates };
+  return { issuer, entryPoint, logoutUrl: logoutUrl?.startsWith('https://') ? logoutUrl : null, certificates };
 }

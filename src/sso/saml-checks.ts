@@ -149,19 +149,22 @@ export function requireSuccessStatus(response: Element): void {
  * counts direct children; an assertion hidden deeper (Extensions, Object, a nested Response) is the
  * classic signature-wrapping shape, so it is refused before any signature is looked at.
  */
-export function requireSingleAssertion(doc: Document, response: Element): Element {
-  if (descendants(doc, NS.assertion, 'EncryptedAssertion').length > 0) {
-    throw new SamlValidationError('MALFORMED', 'Encrypted assertions are not supported; turn off assertion encryption at the IdP.');
-  }
+/**
+ * The response's one assertion: `{ assertion }` in clear, or `{ encrypted }` (an EncryptedAssertion, the
+ * Response's child, whose content only decryption shows; node-saml then requires its signature or the
+ * Response's). Refused: more than one of either or both, or one elsewhere than as the Response's child.
+ */
+export function requireSingleAssertion(doc: Document, response: Element): { assertion: Element } | { encrypted: Element } {
   const assertions = descendants(doc, NS.assertion, 'Assertion');
-  if (assertions.length > 1) {
+  const encrypted = descendants(doc, NS.assertion, 'EncryptedAssertion');
+  if (assertions.length + encrypted.length > 1) {
     throw new SamlValidationError('MULTIPLE_ASSERTIONS', 'The SAML response carries more than one assertion, which is refused (signature wrapping).');
   }
-  const assertion = assertions[0];
+  const [assertion = encrypted[0]] = assertions;
   if (!assertion || assertion.parentNode !== response) {
     throw new SamlValidationError('MALFORMED', 'The SAML response carries no assertion.');
   }
-  return assertion;
+  return assertions.length > 0 ? { assertion } : { encrypted: assertion };
 }
 
 /** Refuses early, with a precise reason, a response in which neither the Response nor the Assertion is signed. */
@@ -198,13 +201,14 @@ function optionalInstant(element: Element | undefined, attribute: string): Date 
   return value ? parseInstant(value, attribute) : undefined;
 }
 
-export type BearerConfirmation = { inResponseTo: string; notOnOrAfter: Date };
+export type BearerConfirmation = { inResponseTo: string | null; notOnOrAfter: Date };
 
 /**
  * The Web SSO profile's bearer SubjectConfirmationData: Recipient must be our ACS URL, it must be inside its
  * time window (NotOnOrAfter is required by the profile), and it must answer a request (no IdP-initiated login).
  */
-export function requireBearerConfirmation(assertion: Element, acsUrl: string, clockSkewMs: number, now: Date): BearerConfirmation {
+/** `allowUnsolicited`: an assertion answering no request (no InResponseTo) passes, as IdP-initiated. */
+export function requireBearerConfirmation(assertion: Element, acsUrl: string, clockSkewMs: number, now: Date, allowUnsolicited: boolean): BearerConfirmation {
   const subject = firstChild(assertion, NS.assertion, 'Subject');
   const bearerData = (subject ? childElements(subject, NS.assertion, 'SubjectConfirmation') : [])
     .filter((confirmation) => confirmation.getAttribute('Method') === BEARER_METHOD)
@@ -227,15 +231,15 @@ export function requireBearerConfirmation(assertion: Element, acsUrl: string, cl
   if (now.getTime() - clockSkewMs >= notOnOrAfter.getTime()) {
     throw new SamlValidationError('EXPIRED', 'The SAML assertion has expired; sign in again.');
   }
-  const inResponseTo = data.getAttribute('InResponseTo');
-  if (!inResponseTo) {
-    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML assertion answers no sign-in request (IdP-initiated sign-in is not supported); start from this application.');
+  const inResponseTo = data.getAttribute('InResponseTo') || null;
+  if (!inResponseTo && !allowUnsolicited) {
+    throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML assertion answers no sign-in request (IdP-initiated sign-in is off for this employer); start from this application.');
   }
   return { inResponseTo, notOnOrAfter };
 }
 
 /** The Response's own InResponseTo is unsigned when only the assertion is signed: it may only agree. */
-export function requireAgreeingResponseInResponseTo(response: Element, signedInResponseTo: string): void {
+export function requireAgreeingResponseInResponseTo(response: Element, signedInResponseTo: string | null): void {
   const responseInResponseTo = response.getAttribute('InResponseTo');
   if (responseInResponseTo && responseInResponseTo !== signedInResponseTo) {
     throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response and its signed assertion answer different sign-in requests.');

@@ -11,14 +11,27 @@ import type { AppContext, StartContext } from '../app-context.ts';
 import { handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit, type TokenBuckets } from '../http/token-buckets.ts';
-import { issueSignInToken } from '../identity/commands.ts';
+import { endSession, endUserSessions, issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
 import { emailUnavailable } from '../tenants/email-reservation.ts';
-import { findUserByEmail } from '../../projections/tenants/queries.ts';
-import { getSsoConfiguration } from '../../projections/sso/queries.ts';
+import { findUserByEmail, userEmailOf } from '../../projections/tenants/queries.ts';
+import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
 import { normaliseReturnTo, postLoginLocation } from './return-to.ts';
-import { EMAIL_NAME_ID_FORMAT, SamlValidationError, createAuthnRequestRedirect, validateSamlResponse, type SamlLogin, type SamlSpSettings } from './saml.ts';
+import {
+  EMAIL_NAME_ID_FORMAT,
+  SamlValidationError,
+  createAuthnRequestRedirect,
+  logoutRequestRedirect,
+  logoutResponseRedirect,
+  validateSamlResponse,
+  verifyIdpLogoutRedirect,
+  type IdpLogoutMessage,
+  type SamlLogin,
+  type SamlSpSettings,
+} from './saml.ts';
 import type { SamlLoginEvent, SamlLoginFailureReason, SsoSettings } from './events.ts';
+import { trustedCertificates } from './saml-certificates.ts';
+import { openSpPrivateKey, spKeysInUse } from './saml-sp-keys.ts';
 import { samlLoginDecider, samlLoginStream } from './saml-login.ts';
 import { createSamlRefusalCounter, type SamlRefusalCounter } from './saml-refusals.ts';
 import { postgresAssertionReplayCache, postgresSamlRequestStore } from './saml-stores.ts';
@@ -57,23 +70,34 @@ export function admitSamlCallback(saml: SamlRuntime, request: FastifyRequest, re
 export function serviceProviderUrls(ctx: AppContext, employerId: string) {
   const base = `${ctx.config.PUBLIC_BASE_URL}/api/auth/saml`;
   const id = encodeURIComponent(employerId);
-  return { spEntityId: `${base}/metadata/${id}`, acsUrl: `${base}/callback/${id}`, spMetadataUrl: `${base}/metadata/${id}` };
+  return { spEntityId: `${base}/metadata/${id}`, acsUrl: `${base}/callback/${id}`, spMetadataUrl: `${base}/metadata/${id}`, singleLogoutUrl: `${base}/logout/${id}` };
 }
 
 export function spNameIdFormat(settings: SsoSettings): string {
   return settings.samlNameIdFormat ?? EMAIL_NAME_ID_FORMAT;
 }
 
-function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings): SamlSpSettings {
+/**
+ * The SP settings of a SAML step. Private keys are opened only for the step that uses them: the
+ * signing key to start a login whose request is signed and for logout messages, the decryption keys
+ * for an encrypted response.
+ */
+function spSettings(ctx: AppContext, employerId: string, { settings, metadataRefresh, spKeys }: SsoConfigurationView, use: 'start' | 'plain response' | 'encrypted response' | 'logout'): SamlSpSettings {
   const { spEntityId, acsUrl } = serviceProviderUrls(ctx, employerId);
   const optional = (value: string | null) => value ?? undefined;
+  const keysInUse = spKeysInUse(spKeys, new Date());
+  const [signingKey] = keysInUse;
   return {
+    ...(((use === 'start' && settings.samlSignAuthnRequests) || use === 'logout') && signingKey ? { spSigningKey: openSpPrivateKey(employerId, signingKey, ctx.encryptionKey) } : {}),
+    allowIdpInitiated: settings.samlIdpInitiatedLogin,
+    ...(settings.samlLogoutUrl ? { idpLogoutUrl: settings.samlLogoutUrl } : {}),
+    decryptionKeys: use === 'encrypted response' ? keysInUse.map((key) => openSpPrivateKey(employerId, key, ctx.encryptionKey)) : [],
     employerId,
     spEntityId,
     acsUrl,
     idpEntryPoint: settings.samlEntryPoint ?? '',
     idpIssuer: settings.samlIssuer ?? '',
-    idpCertificates: settings.samlCertificates,
+    idpCertificates: trustedCertificates(settings.samlCertificates, metadataRefresh.retiringCertificates, new Date()),
     nameIdFormat: spNameIdFormat(settings),
     emailAttribute: optional(settings.samlEmailAttribute),
     firstNameAttribute: optional(settings.samlFirstNameAttribute),
@@ -83,17 +107,17 @@ function spSettings(ctx: AppContext, employerId: string, settings: SsoSettings):
 }
 
 /** 404 for an unknown employer, 400 when its SAML is off; otherwise its SP settings. */
-async function enabledSpSettings(ctx: AppContext, employerId: string): Promise<SamlSpSettings> {
-  const { settings } = await getSsoConfiguration(ctx.db.slonik, employerId);
-  if (!settings.samlEnabled) {
+async function enabledSpSettings(ctx: AppContext, employerId: string, use: Parameters<typeof spSettings>[3]): Promise<SamlSpSettings> {
+  const configuration = await getSsoConfiguration(ctx.db.slonik, employerId);
+  if (!configuration.settings.samlEnabled) {
     throw new DomainError('invalid', 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}; an administrator enables it with POST /api/employer/sso.`);
   }
-  return spSettings(ctx, employerId, settings);
+  return spSettings(ctx, employerId, configuration, use);
 }
 
 /** The IdP redirect URL for a new login; `returnTo` must pass the allowlist (400 otherwise). */
 export async function startSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, returnTo: string | undefined): Promise<string> {
-  const settings = await enabledSpSettings(ctx, employerId);
+  const settings = await enabledSpSettings(ctx, employerId, 'start');
   const target = returnTo === undefined ? null : normaliseReturnTo(returnTo, ctx.config);
   if (returnTo !== undefined && target === null) {
     throw new DomainError('invalid', 'RETURN_TO_NOT_ALLOWED', 'returnTo must be a path on this service or a URL on an allowed origin (RETURN_TO_ALLOWED_ORIGINS).');
@@ -102,6 +126,11 @@ export async function startSamlLogin(ctx: AppContext, saml: SamlRuntime, employe
   const { redirectUrl } = await createAuthnRequestRedirect(settings, postgresSamlRequestStore(ctx.db.slonik, target), '');
   saml.verifier.warm();
   return redirectUrl;
+}
+
+/** Whether the base64 response's XML names an EncryptedAssertion (a cheap look before it is screened and parsed). */
+function mentionsEncryptedAssertion(samlResponseBase64: string): boolean {
+  return Buffer.from(samlResponseBase64, 'base64').includes('EncryptedAssertion');
 }
 
 type Refuse = (reason: SamlLoginFailureReason, error: DomainError) => never;
@@ -136,9 +165,11 @@ async function resolveUser(ctx: AppContext, employerId: string, login: SamlLogin
 /**
  * Validates an IdP's POSTed response and returns where to send the browser (a sign-in token link).
  * An unknown employer (404) or one whose SAML is off (400) is refused before anything is counted.
+ * `relayState` matters only to an IdP-initiated login: where it lands, if the returnTo allowlist admits it.
  */
-export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, samlResponse: string, request: FastifyRequest, reply: FastifyReply): Promise<string> {
-  const settings = await enabledSpSettings(ctx, employerId);
+export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employerId: string, samlResponse: string, relayState: string | undefined, request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  // A plain response needs no private key (the verifier checks the decrypted content either way).
+  const settings = await enabledSpSettings(ctx, employerId, mentionsEncryptedAssertion(samlResponse) ? 'encrypted response' : 'plain response');
   const { verifier, refusals, callbacksByAddress } = saml;
   const refuse: Refuse = (reason, error) => {
     refusals.count(employerId, reason, request.ip);
@@ -156,9 +187,54 @@ export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employ
   }
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, refuse);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
-  const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned } };
+  const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned, idpInitiated: login.idpInitiated } };
   await handleCommand(ctx.commands, { streamName: samlLoginStream(employerId, event.data.loginId), decider: samlLoginDecider, command: { type: 'RecordSamlLogin', event }, context });
   const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });
   callbacksByAddress.refund(clientAddressKey(request.ip));
-  return postLoginLocation(signIn, requests.consumedReturnTo());
+  const landing = login.idpInitiated ? (relayState === undefined ? null : normaliseReturnTo(relayState, ctx.config)) : requests.consumedReturnTo();
+  return postLoginLocation(signIn, landing);
+}
+
+/** How long a LogoutRequest id is remembered: a replay within it is refused (after it, it could only sign out again). */
+const LOGOUT_REQUEST_MEMORY_MS = 24 * 3600_000;
+
+/**
+ * SP-initiated Single Logout: the session ends here first; then, when the employer's IdP has a Single
+ * Logout URL and the employer an SP key, the redirect carrying a LogoutRequest signed with it (null: none).
+ */
+export async function startSamlLogout(ctx: AppContext, context: CommandContext, session: { employerId: string; userId: string; sessionId: string }): Promise<string | null> {
+  await endSession(ctx, context, { sessionId: session.sessionId, reason: 'logout' });
+  const configuration = await getSsoConfiguration(ctx.db.slonik, session.employerId);
+  if (!configuration.settings.samlEnabled || !configuration.settings.samlLogoutUrl) return null;
+  const settings = spSettings(ctx, session.employerId, configuration, 'logout');
+  const email = await userEmailOf(ctx.db.slonik, session.employerId, session.userId);
+  if (!settings.spSigningKey || !email) return null;
+  return logoutRequestRedirect(settings, email);
+}
+
+/**
+ * A Single Logout message from the IdP (HTTP-Redirect). A LogoutRequest, verified and seen for the
+ * first time, ends every session of the user it names here and is answered with a signed
+ * LogoutResponse; a LogoutResponse (to our own request) sends the browser to the console.
+ */
+export async function finishIdpLogout(ctx: AppContext, employerId: string, query: Record<string, string>, rawQuery: string): Promise<string> {
+  const configuration = await getSsoConfiguration(ctx.db.slonik, employerId);
+  if (!configuration.settings.samlEnabled) throw new DomainError('invalid', 'SAML_NOT_ENABLED', `SAML sign-in is not enabled for employer ${employerId}.`);
+  const settings = spSettings(ctx, employerId, configuration, 'logout');
+  const refused = (reason: string, message: string) => new DomainError('unauthenticated', 'SAML_LOGOUT_REJECTED', message, { reason });
+  let message: IdpLogoutMessage;
+  try {
+    message = await verifyIdpLogoutRedirect(settings, query, rawQuery);
+  } catch (error) {
+    if (error instanceof SamlValidationError) throw refused(error.reason, error.message);
+    throw error;
+  }
+  if (message.kind === 'response') return `${ctx.config.PUBLIC_BASE_URL}/`;
+  if (!(await postgresAssertionReplayCache(ctx.db.slonik).remember(`logout:${message.requestId}`, employerId, new Date(Date.now() + LOGOUT_REQUEST_MEMORY_MS)))) {
+    throw refused('REPLAYED', 'This SAML LogoutRequest has already been processed.');
+  }
+  const user = await findUserByEmail(ctx.db.slonik, message.nameId.trim().toLowerCase());
+  if (user && user.employer_id === employerId) await endUserSessions(ctx, { tenantId: employerId, actor: SAML_ACTOR }, { userId: user.id, reason: 'saml_logout' });
+  if (!settings.spSigningKey) throw new DomainError('invalid', 'SAML_SP_KEY_MISSING', 'The sessions ended, but the LogoutResponse cannot be signed: the employer has no SP key (rotate the SP key to make one).');
+  return logoutResponseRedirect(settings, message.profile, query.RelayState ?? '');
 }

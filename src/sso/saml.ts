@@ -15,18 +15,24 @@
 //   Response. node-saml is run with wantAuthnResponseSigned=false and wantAssertionsSigned=false, which is
 //   exactly that rule (with wantAssertionsSigned=true a response signed only as a whole would be refused).
 // - Only RSA-SHA256/512 with SHA-256/512 digests; SHA-1 anywhere in the message is refused.
-// - IdP-initiated (unsolicited) responses are refused: InResponseTo is required, read from the signed
-//   assertion's bearer SubjectConfirmationData; the Response's own InResponseTo, if present, must agree.
+// - IdP-initiated (unsolicited) responses are refused unless the employer turned them on
+//   (samlIdpInitiatedLogin): InResponseTo is read from the signed assertion's bearer
+//   SubjectConfirmationData; the Response's own InResponseTo, if present, must agree. An unsolicited one
+//   passes every other check (audience, Destination, Recipient, time) and the replay cache (one use).
+//   Its RelayState, unsigned, is only a landing place that must pass the returnTo allowlist.
 // - Outstanding AuthnRequests expire after AUTHN_REQUEST_TTL_MS (15 min: long enough for MFA enrolment).
 // - The replay cache keeps an assertion id until the earliest NotOnOrAfter of the assertion plus the skew.
 // - NameID format: the configured one, else emailAddress, in both the AuthnRequest and the metadata.
 // - No RequestedAuthnContext is sent: Entra ID refuses PasswordProtectedTransport for MFA/passwordless users.
-// - AuthnRequests are not signed (there is no SP key in the configuration); encrypted assertions are refused.
+// - Encrypted assertions (one EncryptedAssertion, the Response's child) are decrypted with the SP keys in use,
+//   then checked as plain ones, signature included; xml-encryption refuses RSA 1.5 and 3DES.
+// - AuthnRequests are signed (RSA-SHA256, HTTP-Redirect binding's query signature) when the employer asks
+//   for it, with the SP key that signs (saml-sp-keys.ts).
 // - E-mail: the first value of the configured e-mail attribute, else the NameID when its format is
 //   emailAddress; trimmed and lower-cased. Unset first/last-name attributes are not guessed.
 // - A Response-level Issuer is optional (SAML core) but must equal the configured issuer when present.
 import { randomUUID } from 'node:crypto';
-import { SAML, ValidateInResponseTo, generateServiceProviderMetadata } from '@node-saml/node-saml';
+import { SAML, ValidateInResponseTo, type Profile } from '@node-saml/node-saml';
 import { z } from 'zod';
 import {
   SamlValidationError,
@@ -68,6 +74,14 @@ export type SamlSpSettings = {
   firstNameAttribute?: string;
   lastNameAttribute?: string;
   clockSkewMs: number;
+  /** The SP's private key (PEM) that signs: AuthnRequests when the employer asks, logout messages always. */
+  spSigningKey?: string;
+  /** The SP's private keys in use (PEM), any of which an encrypted assertion may be encrypted to. */
+  decryptionKeys: string[];
+  /** Unsolicited (IdP-initiated) responses accepted; default no. */
+  allowIdpInitiated?: boolean;
+  /** The IdP's Single Logout URL (HTTP-Redirect). */
+  idpLogoutUrl?: string;
 };
 
 /** Outstanding AuthnRequest ids; shared by every process (Postgres). */
@@ -94,9 +108,11 @@ export type SamlLogin = {
   assertionId: string;
   sessionNotOnOrAfter?: Date;
   attributes: Record<string, string[]>;
+  /** Answering no request of ours: an IdP-initiated login. */
+  idpInitiated: boolean;
 };
 
-function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string): SAML {
+function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string, decryptionKey?: string): SAML {
   if (settings.idpCertificates.length === 0) throw new Error(`SAML of employer ${settings.employerId} has no IdP certificate configured`);
   if (!(settings.clockSkewMs >= 0)) throw new Error('clockSkewMs must be zero or more'); // node-saml reads -1 as "skip time checks"
   return new SAML({
@@ -112,7 +128,10 @@ function nodeSaml(settings: SamlSpSettings, generateUniqueId?: () => string): SA
     // InResponseTo is checked below from the signed assertion against the shared store, consumed atomically.
     validateInResponseTo: ValidateInResponseTo.never,
     disableRequestedAuthnContext: true,
+    ...(settings.spSigningKey ? { privateKey: settings.spSigningKey, signatureAlgorithm: 'sha256' as const } : {}),
     ...(generateUniqueId ? { generateUniqueId } : {}),
+    ...(decryptionKey ? { decryptionPvk: decryptionKey } : {}),
+    ...(settings.idpLogoutUrl ? { logoutUrl: settings.idpLogoutUrl, idpIssuer: settings.idpIssuer } : {}),
   });
 }
 
@@ -128,14 +147,35 @@ export async function createAuthnRequestRedirect(
   return { redirectUrl, requestId };
 }
 
-/** SP metadata for the IdP administrator: entity id, ACS URL (HTTP-POST) and NameID format. */
-export function generateSpMetadata(settings: Pick<SamlSpSettings, 'spEntityId' | 'acsUrl' | 'nameIdFormat'>): string {
-  return generateServiceProviderMetadata({
-    issuer: settings.spEntityId,
-    callbackUrl: settings.acsUrl,
-    identifierFormat: settings.nameIdFormat ?? EMAIL_NAME_ID_FORMAT,
-    wantAssertionsSigned: false,
-  });
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const base64Of = (pem: string) => pem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '');
+
+export type SpMetadataInput = Pick<SamlSpSettings, 'spEntityId' | 'acsUrl' | 'nameIdFormat'> & {
+  /** Where the IdP sends LogoutRequests and LogoutResponses (HTTP-Redirect). */
+  singleLogoutUrl: string;
+  /** The SP certificates in use, each published for signing and for encryption. */
+  certificates: string[];
+  authnRequestsSigned: boolean;
+};
+
+/**
+ * SP metadata for the IdP administrator: entity id, ACS URL (HTTP-POST), NameID format, and the SP's
+ * certificates with use="signing" and use="encryption" (node-saml's generator publishes one encryption
+ * certificate only, and cannot say AuthnRequestsSigned without signing the metadata).
+ */
+export function generateSpMetadata(input: SpMetadataInput): string {
+  const keyDescriptors = input.certificates.flatMap((pem) =>
+    ['signing', 'encryption'].map((use) => `<KeyDescriptor use="${use}"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${base64Of(pem)}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>`),
+  );
+  return (
+    `<?xml version="1.0"?>\n<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${escapeXml(input.spEntityId)}">` +
+    `<SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol" AuthnRequestsSigned="${input.authnRequestsSigned}" WantAssertionsSigned="false">` +
+    keyDescriptors.join('') +
+    `<SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${escapeXml(input.singleLogoutUrl)}"/>` +
+    `<NameIDFormat>${escapeXml(input.nameIdFormat ?? EMAIL_NAME_ID_FORMAT)}</NameIDFormat>` +
+    `<AssertionConsumerService index="1" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${escapeXml(input.acsUrl)}"/>` +
+    `</SPSSODescriptor></EntityDescriptor>`
+  );
 }
 
 // node-saml throws plain Errors; after the structural checks above only these kinds remain.
@@ -146,20 +186,26 @@ const NODE_SAML_FAILURES: ReadonlyArray<[RegExp, SamlFailureReason, string]> = [
   [/signature/i, 'SIGNATURE_INVALID', 'The SAML signature does not verify against the configured IdP certificate(s).'],
 ];
 
-async function verifyWithNodeSaml(settings: SamlSpSettings, samlResponseBase64: string): Promise<string> {
-  try {
-    const { profile } = await nodeSaml(settings).validatePostResponseAsync({ SAMLResponse: samlResponseBase64 });
-    if (!profile) throw new Error('Invalid signature: no signed assertion');
-    return profile.getAssertionXml?.() ?? '';
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const [, reason, text] = NODE_SAML_FAILURES.find(([pattern]) => pattern.test(message)) ?? [
-      undefined,
-      'MALFORMED',
-      'The SAML response could not be processed.',
-    ];
-    throw new SamlValidationError(reason, text, { cause: error });
+/**
+ * node-saml's verification; an encrypted assertion is decrypted with each SP key in use in turn (two at
+ * most during a key's overlap), the first that gives a verified assertion winning.
+ */
+async function verifyWithNodeSaml(settings: SamlSpSettings, samlResponseBase64: string, encrypted: boolean): Promise<string> {
+  const keys = encrypted ? settings.decryptionKeys : [undefined];
+  if (keys.length === 0) throw new SamlValidationError('MALFORMED', 'The SAML assertion is encrypted, but this employer has no SP key to decrypt it with (rotate the SP key to make one).');
+  let failure: unknown;
+  for (const key of keys) {
+    try {
+      const { profile } = await nodeSaml(settings, undefined, key).validatePostResponseAsync({ SAMLResponse: samlResponseBase64 });
+      if (!profile) throw new Error('Invalid signature: no signed assertion');
+      return profile.getAssertionXml?.() ?? '';
+    } catch (error) {
+      failure = error;
+    }
   }
+  const message = failure instanceof Error ? failure.message : String(failure);
+  const [, reason, text] = NODE_SAML_FAILURES.find(([pattern]) => pattern.test(message)) ?? [undefined, 'MALFORMED', 'The SAML response could not be processed.'];
+  throw new SamlValidationError(reason, text, { cause: failure });
 }
 
 const emailSchema = z.email().max(EMAIL_MAX);
@@ -188,7 +234,7 @@ function screenSamlResponse(samlResponseBase64: string): void {
 }
 
 /** What a response proves once its signature and content are verified; the two state checks (replay, request) remain. */
-export type VerifiedSamlResponse = { login: SamlLogin; inResponseTo: string; rememberUntil: Date };
+export type VerifiedSamlResponse = { login: SamlLogin; inResponseTo: string | null; rememberUntil: Date };
 
 /**
  * Everything about a screened response that needs no state: parsing, the structural checks, node-saml's
@@ -200,16 +246,20 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
   const response = requireResponseRoot(doc);
   refuseWeakAlgorithms(doc);
   requireSuccessStatus(response);
-  requireSomeSignature(response, requireSingleAssertion(doc, response));
+  const single = requireSingleAssertion(doc, response);
+  if ('assertion' in single) requireSomeSignature(response, single.assertion);
 
-  // From here on, assertion content is read only from the bytes node-saml verified.
-  const verifiedAssertion = parseSamlXml(await verifyWithNodeSaml(settings, samlResponseBase64)).documentElement;
+  // From here on, assertion content is read only from the bytes node-saml verified (decrypted first if need be).
+  const verifiedDoc = parseSamlXml(await verifyWithNodeSaml(settings, samlResponseBase64, 'encrypted' in single));
+  // The signature an encrypted assertion carries was out of sight of the algorithm check above.
+  if ('encrypted' in single) refuseWeakAlgorithms(verifiedDoc);
+  const verifiedAssertion = verifiedDoc.documentElement;
   if (!verifiedAssertion) throw new SamlValidationError('MALFORMED', 'The signed SAML assertion is empty.');
   const now = new Date();
   requireIssuer(verifiedAssertion, settings.idpIssuer, 'assertion', true);
   requireIssuer(response, settings.idpIssuer, 'response', false);
   requireDestination(response, settings.acsUrl);
-  const confirmation = requireBearerConfirmation(verifiedAssertion, settings.acsUrl, settings.clockSkewMs, now);
+  const confirmation = requireBearerConfirmation(verifiedAssertion, settings.acsUrl, settings.clockSkewMs, now, settings.allowIdpInitiated ?? false);
   requireAgreeingResponseInResponseTo(response, confirmation.inResponseTo);
   const content = readAssertionContent(verifiedAssertion);
   const email = resolveEmail(settings, content.nameId, content.nameIdFormat, content.attributes);
@@ -226,6 +276,7 @@ export async function verifySamlResponse(settings: SamlSpSettings, samlResponseB
       assertionId: content.assertionId,
       sessionNotOnOrAfter: content.sessionNotOnOrAfter,
       attributes: content.attributes,
+      idpInitiated: confirmation.inResponseTo === null,
     },
     inResponseTo: confirmation.inResponseTo,
     rememberUntil: new Date(validUntil + settings.clockSkewMs),
@@ -245,8 +296,45 @@ export async function validateSamlResponse(settings: SamlSpSettings, stores: Sam
   if (!(await stores.replayCache.remember(login.assertionId, settings.employerId, rememberUntil))) {
     throw new SamlValidationError('REPLAYED', 'This SAML assertion has already been used; sign in again.');
   }
-  if (!(await stores.requests.consume(inResponseTo, settings.employerId))) {
+  if (inResponseTo !== null && !(await stores.requests.consume(inResponseTo, settings.employerId))) {
     throw new SamlValidationError('UNKNOWN_IN_RESPONSE_TO', 'The SAML response answers no outstanding sign-in request of this employer (expired, already used, or never made here); sign in again.');
   }
   return login;
+}
+
+const RSA_SHA256 = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256';
+
+/** A Single Logout message the IdP sent over the HTTP-Redirect binding, verified. */
+export type IdpLogoutMessage = { kind: 'request'; requestId: string; nameId: string; profile: Profile } | { kind: 'response' };
+
+/**
+ * Verifies a LogoutRequest or LogoutResponse on the HTTP-Redirect binding: signed (node-saml accepts an
+ * unsigned one, so the signature is required here) with RSA-SHA256 by a configured IdP certificate,
+ * from the configured issuer, within its time window. Small messages (a URL's worth): verified in this thread.
+ */
+export async function verifyIdpLogoutRedirect(settings: SamlSpSettings, query: Record<string, string>, rawQuery: string): Promise<IdpLogoutMessage> {
+  if (!query.Signature) throw new SamlValidationError('UNSIGNED', 'The SAML logout message is not signed.');
+  if (query.SigAlg !== RSA_SHA256) throw new SamlValidationError('ALGORITHM_REFUSED', `The SAML logout message is signed with ${query.SigAlg ?? '(none)'}, not RSA-SHA256.`);
+  try {
+    const { profile } = await nodeSaml(settings).validateRedirectAsync(query, rawQuery);
+    if (!query.SAMLRequest) return { kind: 'response' };
+    if (!profile?.ID || !profile.nameID) throw new Error('Missing SAML LogoutRequest ID or NameID');
+    return { kind: 'request', requestId: profile.ID, nameId: profile.nameID, profile };
+  } catch (error) {
+    if (error instanceof SamlValidationError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    const reason = /signature/i.test(message) ? 'SIGNATURE_INVALID' : /issuer/i.test(message) ? 'ISSUER_MISMATCH' : /expired/i.test(message) ? 'EXPIRED' : 'MALFORMED';
+    throw new SamlValidationError(reason, `The SAML logout message was refused: ${message}.`, { cause: error });
+  }
+}
+
+/** The redirect answering a verified LogoutRequest with a LogoutResponse, signed with the SP key (settings.spSigningKey). */
+export async function logoutResponseRedirect(settings: SamlSpSettings, request: Profile, relayState: string): Promise<string> {
+  return nodeSaml(settings).getLogoutResponseUrlAsync(request, relayState, {}, true);
+}
+
+/** The redirect to the IdP's Single Logout URL with a LogoutRequest for `nameId`, signed with the SP key. */
+export async function logoutRequestRedirect(settings: SamlSpSettings, nameId: string): Promise<string> {
+  const user = { issuer: settings.idpIssuer, nameID: nameId, nameIDFormat: settings.nameIdFormat ?? EMAIL_NAME_ID_FORMAT } as Profile;
+  return nodeSaml(settings).getLogoutUrlAsync(user, '', {});
 }

@@ -65,6 +65,9 @@ export const ssoConfigurationUpdateSchema = z
     samlEmailAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable().meta({ description: 'Attribute carrying the e-mail; unset: the NameID in emailAddress format.' }),
     samlFirstNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
     samlLastNameAttribute: nonEmptyText(SAML_ATTRIBUTE_MAX).nullable(),
+    samlLogoutUrl: httpsUrl.nullable().meta({ description: "The IdP's Single Logout URL (HTTP-Redirect binding); read from samlMetadataUrl when it lists one." }),
+    samlSignAuthnRequests: z.boolean().meta({ description: "AuthnRequests signed (RSA-SHA256) with the service's SP key, published in the SP metadata (AuthnRequestsSigned)." }),
+    samlIdpInitiatedLogin: z.boolean().meta({ description: 'Accept IdP-initiated (unsolicited) SAML responses: audience, recipient, time and one-time use checked as for SP-initiated ones; they land on the console or an allowed RelayState. Off by default; a SAML trust setting.' }),
     scimEnabled: z.boolean().meta({ description: 'true the first time returns scimBearerToken once; false revokes the token.' }),
     rotateScimToken: z.boolean().meta({ description: 'true returns a new scimBearerToken once; the previous one stops working at once.' }),
   })

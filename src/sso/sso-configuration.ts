@@ -7,17 +7,23 @@
 // proposed instead: one pending change per employer (a later proposal replaces it, keeping its values
 // the later one does not name), in effect only once an administrator confirms it by its id. Turning
 // SAML off takes trust away, and applies at once whoever asks.
+//
+// The IdP's metadata read again and the certificate expiry warnings are decided in saml-certificates.ts.
 import { DomainError, type Decider } from '../event-store/decider.ts';
 import { tenantStream } from '../event-store/port.ts';
 import {
   DEFAULT_SSO_SETTINGS,
   SAML_TRUST_SETTINGS,
+  type RetiringCertificate,
   type SamlTrustChanges,
+  type SpKeyRecord,
   type SamlTrustSetting,
   type ScimTokenRecord,
   type SsoConfigurationEvent,
   type SsoSettings,
 } from './events.ts';
+import { keysAfterIssue } from './saml-sp-keys.ts';
+import { decideExpiryWarning, decideMetadataRefresh, type MetadataReading } from './saml-certificates.ts';
 
 export type UpdateSsoConfiguration = {
   type: 'UpdateSsoConfiguration';
@@ -26,16 +32,42 @@ export type UpdateSsoConfiguration = {
   rotateScimToken: boolean;
   /** A fresh token's id and hash, used only if this command issues a token (decide stays pure). */
   candidateScimToken: { tokenId: string; tokenHash: string };
+  /** A fresh SP key pair, issued if the employer has none yet (null when the read model showed one). */
+  candidateSpKey: SpKeyRecord | null;
   /** `apply`: trust changes take effect (an admin's session); `propose`: they wait, as change `changeId` (an API key). */
   trust: { mode: 'apply' } | { mode: 'propose'; changeId: string };
   now: string;
 };
 export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId: string; changeId: string };
 export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
-export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange;
+/** `reading`: what fetching `metadataUrl` (the URL in effect when it was read) gave. */
+export type RefreshSamlMetadata = { type: 'RefreshSamlMetadata'; employerId: string; metadataUrl: string; reading: MetadataReading; now: string };
+/** A new SP key pair; the keys in use now keep working for `overlapMs` (0: replaced at once). */
+export type RotateSamlSpKey = { type: 'RotateSamlSpKey'; employerId: string; key: SpKeyRecord; overlapMs: number };
+export type WarnOfCertificateExpiry = { type: 'WarnOfCertificateExpiry'; employerId: string; now: string };
+export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry | RotateSamlSpKey;
 
 export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
-export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null; pendingTrustChange: PendingTrustChange | null };
+export type SsoConfigurationState = {
+  settings: SsoSettings;
+  scimToken: ScimTokenRecord | null;
+  pendingTrustChange: PendingTrustChange | null;
+  /** Certificates the IdP's metadata stopped listing, trusted until their grace period ends. */
+  retiringCertificates: RetiringCertificate[];
+  refreshFailing: boolean;
+  expiryWarnings: string[];
+  spKeys: SpKeyRecord[];
+};
+
+/** Settings set directly (a save, a confirmed change): certificates set so replace the retiring ones, a new metadata URL clears its failure. */
+function withSettings(state: SsoConfigurationState, changes: Partial<SsoSettings>): SsoConfigurationState {
+  return {
+    ...state,
+    settings: { ...state.settings, ...changes },
+    retiringCertificates: changes.samlCertificates === undefined ? state.retiringCertificates : [],
+    refreshFailing: changes.samlMetadataUrl === undefined ? state.refreshFailing : false,
+  };
+}
 
 const isTrustSetting = (key: string): key is SamlTrustSetting => (SAML_TRUST_SETTINGS as readonly string[]).includes(key);
 
@@ -97,6 +129,7 @@ function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationSt
       },
     });
   }
+  if (state.spKeys.length === 0 && command.candidateSpKey) events.push({ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.candidateSpKey, retiring: [] } });
   if (command.trust.mode === 'propose' && Object.keys(requestedTrust).length > 0) events.push(...decideProposal(command, command.trust.changeId, requestedTrust, next, state.pendingTrustChange));
   return events;
 }
@@ -115,21 +148,40 @@ function decideProposal(command: UpdateSsoConfiguration, changeId: string, reque
 }
 
 export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null }),
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [], spKeys: [] }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'SsoConfigurationUpdated':
         return {
-          ...state,
-          settings: { ...state.settings, ...event.data.changes },
+          ...withSettings(state, event.data.changes),
           scimToken: event.data.issuedScimToken ?? (event.data.revokedScimTokenId ? null : state.scimToken),
         };
       case 'SsoTrustChangeProposed':
         return { ...state, pendingTrustChange: { changeId: event.data.changeId, changes: event.data.changes } };
       case 'SsoTrustChangeConfirmed':
-        return { ...state, settings: { ...state.settings, ...event.data.changes }, pendingTrustChange: null };
+        return { ...withSettings(state, event.data.changes), pendingTrustChange: null };
       case 'SsoTrustChangeDiscarded':
         return { ...state, pendingTrustChange: null };
+      case 'SamlMetadataRefreshed': {
+        const { addedCertificates, retiringCertificates, removedCertificates, entryPoint } = event.data;
+        const leaving = new Set([...retiringCertificates.map((entry) => entry.certificate), ...removedCertificates, ...addedCertificates]);
+        return {
+          ...state,
+          settings: {
+            ...state.settings,
+            samlCertificates: [...state.settings.samlCertificates.filter((pem) => !leaving.has(pem)), ...addedCertificates],
+            ...(entryPoint === null ? {} : { samlEntryPoint: entryPoint }),
+          },
+          retiringCertificates: [...state.retiringCertificates.filter((entry) => !leaving.has(entry.certificate)), ...retiringCertificates],
+          refreshFailing: false,
+        };
+      }
+      case 'SamlMetadataRefreshFailed':
+        return { ...state, refreshFailing: true };
+      case 'SamlSpKeyIssued':
+        return { ...state, spKeys: keysAfterIssue(state.spKeys, event.data.key, event.data.retiring) };
+      case 'SamlCertificateExpiryWarned':
+        return { ...state, expiryWarnings: [...state.expiryWarnings, `${event.data.fingerprintSha256}:${event.data.daysBefore}`] };
     }
   },
   decide: (command, state) => {
@@ -146,6 +198,15 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
       case 'DiscardSsoTrustChange':
         assertPending(state, command.changeId);
         return [{ type: 'SsoTrustChangeDiscarded', data: { employerId: command.employerId, changeId: command.changeId } }];
+      case 'RefreshSamlMetadata':
+        return decideMetadataRefresh(command.employerId, command.metadataUrl, command.reading, new Date(command.now), state);
+      case 'WarnOfCertificateExpiry':
+        return decideExpiryWarning(command.employerId, new Date(command.now), state);
+      case 'RotateSamlSpKey': {
+        const retiresAt = new Date(Date.parse(command.key.issuedAt) + command.overlapMs).toISOString();
+        const retiring = state.spKeys.filter((key) => key.retiresAt === null).map((key) => ({ keyId: key.keyId, retiresAt }));
+        return [{ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.key, retiring } }];
+      }
     }
   },
 };

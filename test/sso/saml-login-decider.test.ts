@@ -6,7 +6,7 @@ import { samlLoginDecider } from '../../src/sso/saml-login.ts';
 import { deciderSpec } from '../support/decider.ts';
 
 const given = deciderSpec(samlLoginDecider);
-const succeeded: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: 'login_1', userId: 'u1', assertionId: '_a1', provisioned: false } };
+const succeeded: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: 'login_1', userId: 'u1', assertionId: '_a1', provisioned: false, idpInitiated: false } };
 const failed: SamlLoginEvent = { type: 'SamlLoginFailed', data: { loginId: 'login_2', reason: 'USER_DEACTIVATED', clientIp: '203.0.113.7' } };
 
 describe('SAML login decider', () => {

@@ -16,7 +16,7 @@ afterAll(async () => {
 
 const settings = {
   employerId: 'emp_verifier', spEntityId: 'https://sp.example.test/metadata', acsUrl: 'https://sp.example.test/acs', idpEntryPoint: 'https://idp.example.test/sso',
-  idpIssuer: 'https://idp.example.test', idpCertificates: ['MIIB'], clockSkewMs: 0,
+  idpIssuer: 'https://idp.example.test', idpCertificates: ['MIIB'], clockSkewMs: 0, decryptionKeys: [],
 };
 const junk = Buffer.from('<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol"/>').toString('base64');
 

@@ -67,6 +67,7 @@ beforeEach(() => {
     firstNameAttribute: 'firstName',
     lastNameAttribute: 'lastName',
     clockSkewMs: 60_000,
+    decryptionKeys: [],
   };
   stores = { requests: memoryRequestStore(), replayCache: memoryReplayCache() };
 });
@@ -118,7 +119,7 @@ describe('AuthnRequest (HTTP-Redirect binding)', () => {
 
 describe('SP metadata', () => {
   it('names the entity id, the HTTP-POST ACS URL and the NameID format', () => {
-    const metadata = parseXml(generateSpMetadata({ ...settings, nameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent' })).documentElement;
+    const metadata = parseXml(generateSpMetadata({ ...settings, nameIdFormat: 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent', certificates: [], authnRequestsSigned: false, singleLogoutUrl: `${SP_BASE}/api/auth/saml/logout/${EMPLOYER_ID}` })).documentElement;
     const md = 'urn:oasis:names:tc:SAML:2.0:metadata';
     expect(metadata?.getAttribute('entityID')).toBe(settings.spEntityId);
     const acs = metadata?.getElementsByTagNameNS(md, 'AssertionConsumerService')[0];

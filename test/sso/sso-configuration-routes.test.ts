@@ -253,8 +253,10 @@ describe('SCIM bearer token', () => {
   it('records no event for a POST that changes nothing', async () => {
     const tenant = await service.createTenant();
     await postSso(service, tenant, { samlIssuer: idp.issuer });
+    // The first save also issued the employer's SP key pair (SamlSpKeyIssued).
+    expect((await service.ctx.eventStore.readStream(ssoConfigurationStream(tenant.employerId))).map((event) => event.type)).toEqual(['SsoConfigurationUpdated', 'SamlSpKeyIssued']);
     await postSso(service, tenant, { samlIssuer: idp.issuer, scimEnabled: false });
-    expect(await service.ctx.eventStore.readStream(ssoConfigurationStream(tenant.employerId))).toHaveLength(1);
+    expect(await service.ctx.eventStore.readStream(ssoConfigurationStream(tenant.employerId))).toHaveLength(2);
   });
 });
 

@@ -14,6 +14,7 @@ const update = (changes: UpdateSsoConfiguration['changes'], rotateScimToken = fa
   changes,
   rotateScimToken,
   candidateScimToken: CANDIDATE,
+  candidateSpKey: null,
   trust: { mode: 'apply' },
   now: NOW,
 });

@@ -1,6 +1,8 @@
 // HTTP helpers shared by the SSO tests: the configuration routes as an admin, and the browser's side of
 // a SAML login (start, read the AuthnRequest id from the redirect, post the IdP's response).
+import { verify, type X509Certificate } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
+import { expect } from 'vitest';
 import { DOMParser } from '@xmldom/xmldom';
 import { ssoCapability } from '../../src/sso/capability.ts';
 import { summariseSamlRefusals } from '../../src/sso/saml-refusals.ts';
@@ -79,4 +81,23 @@ export { followSignInLink as followSignIn } from '../support/sign-in.ts';
 export async function recordSamlRefusals(service: Pick<TestService, 'ctx' | 'servicesOf'>) {
   await service.servicesOf(ssoCapability).refusals.flush();
   return summariseSamlRefusals(service.ctx, new Date(Date.now() + 2 * 60_000));
+}
+
+/**
+ * The redirect's signature checked as SAML bindings 3.4.4.1 says: over the query's own encoded
+ * `SAMLRequest=...&RelayState=...&SigAlg=...`, with `certificate`.
+ */
+export function redirectSignatureVerifies(location: string, certificate: X509Certificate): boolean {
+  const query = new URL(location).search.slice(1).split('&');
+  const raw = (name: string) => query.find((part) => part.startsWith(`${name}=`));
+  const signed = ['SAMLRequest', 'SAMLResponse', 'RelayState', 'SigAlg'].map(raw).filter((part) => part !== undefined).join('&');
+  const signature = Buffer.from(decodeURIComponent(raw('Signature')!.slice('Signature='.length)), 'base64');
+  expect(decodeURIComponent(raw('SigAlg')!.slice('SigAlg='.length))).toBe('http://www.w3.org/2001/04/xmldsig-more#rsa-sha256');
+  return verify('sha256', Buffer.from(signed), certificate.publicKey, signature);
+}
+
+
+/** The XML a SAMLRequest or SAMLResponse of an HTTP-Redirect URL carries (deflated, base64). */
+export function redirectMessageXml(location: string, param: 'SAMLRequest' | 'SAMLResponse'): string {
+  return inflateRawSync(Buffer.from(new URL(location).searchParams.get(param) ?? '', 'base64')).toString('utf8');
 }

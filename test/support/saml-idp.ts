@@ -1,9 +1,11 @@
 // A real SAML identity provider for tests: its own RSA key and self-signed certificate made at test time,
 // good responses built and signed by @boxyhq/saml20 (an IdP library independent of node-saml), and
 // hand-built variants signed with xml-crypto directly for every way a response can be wrong.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
+import { deflateRawSync } from 'node:zlib';
 // The package's default export differs between Node's and Vite's CommonJS interop; this named export does not.
 import { createSAMLResponse } from '@boxyhq/saml20/dist/response.js';
+import { IdentityProvider, SamlLib, ServiceProvider } from 'samlify';
 import { generate } from 'selfsigned';
 import { SignedXml } from 'xml-crypto';
 
@@ -56,6 +58,17 @@ export type TestIdp = {
   createLoginResponse(options: LoginResponseOptions): Promise<string>;
   /** Base64 SAMLResponse built by hand and signed with xml-crypto as the options say. */
   craftResponse(options: CraftResponseOptions): string;
+  /**
+   * The response with its (signed) assertion encrypted by samlify, as an IdP whose policy encrypts does:
+   * to the encryption certificate of the SP metadata given, AES-256 under RSA-OAEP.
+   */
+  encryptAssertion(samlResponseBase64: string, spMetadataXml: string): Promise<string>;
+  /** The IdP's Single Logout URL (HTTP-Redirect). */
+  logoutUrl: string;
+  /** A LogoutRequest for `nameId`, as the query string of the HTTP-Redirect binding, signed (RSA-SHA256) unless `signed` is false. */
+  logoutRequestQuery(options: { nameId: string; destination: string; signed?: boolean }): { query: string; requestId: string };
+  /** A LogoutResponse (Success) answering `inResponseTo`, as a signed HTTP-Redirect query string. */
+  logoutResponseQuery(options: { inResponseTo: string; destination: string }): string;
 };
 
 export const ATTACKER_EMAIL = 'attacker@evil.example';
@@ -135,6 +148,12 @@ function wrap(signedXml: string, wrapping: NonNullable<CraftResponseOptions['wra
   return withForged.replace('</saml:Issuer>', `</saml:Issuer><samlp:Extensions>${signedAssertion}</samlp:Extensions>`);
 }
 
+/** `<param>=<deflated, base64, URL-encoded xml>` and the RSA-SHA256 SigAlg, as the HTTP-Redirect binding sends a message. */
+const redirectQuery = (param: 'SAMLRequest' | 'SAMLResponse', xml: string) =>
+  `${param}=${encodeURIComponent(deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'))}&SigAlg=${encodeURIComponent(ALGORITHMS.sha256.signature)}`;
+/** The binding's signature over the query string as sent (SAML bindings 3.4.4.1). */
+const signRedirectQuery = (query: string, privateKeyPem: string) => `${query}&Signature=${encodeURIComponent(sign('sha256', Buffer.from(query), privateKeyPem).toString('base64'))}`;
+
 export async function createTestIdp(options: { issuer?: string } = {}): Promise<TestIdp> {
   const issuer = options.issuer ?? `https://idp.example.test/${randomUUID()}`;
   const pems = await generate([{ name: 'commonName', value: 'saml-test-idp' }], { keySize: 2048, algorithm: 'sha256' });
@@ -168,6 +187,32 @@ export async function createTestIdp(options: { issuer?: string } = {}): Promise<
       if (craft.wrapping) xml = wrap(xml, craft.wrapping, assertionXml(craft, messageIssuer, ATTACKER_EMAIL, xmlId()));
       if (craft.tamperedEmail) xml = xml.replaceAll(escapeXml(craft.email), escapeXml(craft.tamperedEmail));
       return Buffer.from((craft.prolog ?? '') + xml, 'utf8').toString('base64');
+    },
+
+    logoutUrl: `${issuer}/slo`,
+
+    logoutRequestQuery({ nameId, destination, signed = true }) {
+      const requestId = xmlId();
+      const now = new Date();
+      const xml =
+        `<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${requestId}" Version="2.0"` +
+        ` IssueInstant="${now.toISOString()}" NotOnOrAfter="${new Date(now.getTime() + 5 * 60_000).toISOString()}" Destination="${escapeXml(destination)}">` +
+        `<saml:Issuer>${escapeXml(issuer)}</saml:Issuer><saml:NameID Format="${EMAIL_FORMAT}">${escapeXml(nameId)}</saml:NameID></samlp:LogoutRequest>`;
+      const query = redirectQuery('SAMLRequest', xml);
+      return { query: signed ? signRedirectQuery(query, key.privateKeyPem) : query, requestId };
+    },
+
+    logoutResponseQuery({ inResponseTo, destination }) {
+      const xml =
+        `<samlp:LogoutResponse xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="${xmlId()}" Version="2.0"` +
+        ` IssueInstant="${new Date().toISOString()}" Destination="${escapeXml(destination)}" InResponseTo="${escapeXml(inResponseTo)}">` +
+        `<saml:Issuer>${escapeXml(issuer)}</saml:Issuer><samlp:Status><samlp:StatusCode Value="${SUCCESS}"/></samlp:Status></samlp:LogoutResponse>`;
+      return signRedirectQuery(redirectQuery('SAMLResponse', xml), key.privateKeyPem);
+    },
+
+    async encryptAssertion(samlResponseBase64, spMetadataXml) {
+      const encryptingIdp = IdentityProvider({ entityID: issuer, isAssertionEncrypted: true, signingCert: key.certificatePem, singleSignOnService: [{ Binding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect', Location: `${issuer}/sso/saml` }], singleLogoutService: [{ Binding: 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect', Location: `${issuer}/slo` }] });
+      return SamlLib.encryptAssertion(encryptingIdp, ServiceProvider({ metadata: spMetadataXml }), Buffer.from(samlResponseBase64, 'base64').toString('utf8'));
     },
   };
 }

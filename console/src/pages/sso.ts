@@ -1,12 +1,13 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
 // shown once, with rotation; a SAML trust change an API key proposed, to confirm or discard; and the
-// employer's e-mail domains (email-domains.ts).
+// employer's e-mail domains (email-domains.ts); SAML certificates and SP keys (saml-certificates.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
 import type { Page, Session } from '../main.ts';
 import { emailDomainsSection } from './email-domains.ts';
+import { samlCertificatesSection } from './saml-certificates.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
 type PendingTrustChange = NonNullable<components['schemas']['SsoConfiguration']['pendingTrustChange']>;
@@ -85,7 +86,7 @@ export const ssoPage: Page = {
           ]
           : h('button', { type: 'button', onclick: () => save({ scimEnabled: true }, 'SCIM turned on.') }, 'Turn SCIM on'),
       );
-      body.replaceChildren(...(sso.pendingTrustChange ? [pendingSection(sso.pendingTrustChange)] : []), saml, forIdp, scim);
+      body.replaceChildren(...(sso.pendingTrustChange ? [pendingSection(sso.pendingTrustChange)] : []), saml, samlCertificatesSection(sso, decide), forIdp, scim);
     };
 
     const decide = (call: () => Promise<unknown>, done: string) => status.attempt(async () => {

@@ -9,13 +9,32 @@ import { defineRoute } from '../../http/route.ts';
 import type { RoutePlugin } from '../../http/server.ts';
 import { getSsoConfiguration, type PendingTrustChangeView, type SsoConfigurationView } from '../../../projections/sso/queries.ts';
 import { updateSsoConfiguration } from '../commands.ts';
-import { SAML_TRUST_SETTINGS } from '../events.ts';
+import { CERTIFICATE_EXPIRY_WARNING_DAYS, SAML_TRUST_SETTINGS } from '../events.ts';
+import { expiryWarningDays, lastValidCertificate } from '../saml-certificates.ts';
+import { spKeysInUse } from '../saml-sp-keys.ts';
 import { serviceProviderUrls, spNameIdFormat } from '../saml-flow.ts';
+import { metadataFetchOptionsOf } from '../idp-metadata.ts';
 import { describeCertificate, ssoConfigurationUpdateSchema } from '../settings-input.ts';
 
 const SCIM_BASE_PATH = '/api/scim/v2';
 
-const certificateDescriptions = z.array(z.object({ subject: z.string(), fingerprintSha256: z.string(), validTo: z.string() }));
+const certificateDescription = z.object({ subject: z.string(), fingerprintSha256: z.string(), validTo: z.string().meta({ description: 'When the certificate expires.' }) });
+const certificateDescriptions = z.array(certificateDescription);
+
+const metadataRefreshResponse = z.object({
+  retiringCertificates: z
+    .array(certificateDescription.extend({ trustedUntil: z.string() }))
+    .meta({ description: 'Certificates the IdP metadata no longer lists, still trusted until trustedUntil (a grace period of 24 h).' }),
+  refreshedAt: z.string().nullable().meta({ description: 'When a refresh last changed what is trusted (or succeeded after failing).' }),
+  failure: z
+    .object({ at: z.string(), code: z.string(), message: z.string() })
+    .nullable()
+    .meta({ description: 'The last refresh failed: SAML keeps trusting the last good metadata until one succeeds.' }),
+});
+
+const certificateExpiryResponse = certificateDescription
+  .extend({ warningDays: z.literal([...CERTIFICATE_EXPIRY_WARNING_DAYS]).nullable().meta({ description: 'The nearest warning threshold reached (30, 7, 1 days before validTo), or null.' }) })
+  .meta({ description: 'The IdP signing certificate that expires last: when it expires SAML sign-in stops.' });
 
 const pendingTrustChangeResponse = z
   .object({
@@ -32,6 +51,7 @@ const pendingTrustChangeResponse = z
         samlIssuer: z.string().nullable(),
         samlNameIdFormat: z.string().nullable(),
         samlEmailAttribute: z.string().nullable(),
+        samlIdpInitiatedLogin: z.boolean(),
       })
       .partial()
       .meta({ description: 'The values it would put in effect; settings it leaves as they are are absent.' }),
@@ -49,6 +69,12 @@ export const ssoConfigurationResponse = z
     samlEmailAttribute: z.string().nullable(),
     samlFirstNameAttribute: z.string().nullable(),
     samlLastNameAttribute: z.string().nullable(),
+    samlLogoutUrl: z.string().nullable(),
+    samlSignAuthnRequests: z.boolean(),
+    samlIdpInitiatedLogin: z.boolean(),
+    spKeys: z
+      .array(z.object({ keyId: z.string(), fingerprintSha256: z.string(), validTo: z.string(), issuedAt: z.string(), retiresAt: z.string().nullable(), signing: z.boolean() }))
+      .meta({ description: "The service's SP key pairs in use, oldest first, all published in the SP metadata (signing and encryption). `signing`: the one AuthnRequests are signed with; a replaced key signs and decrypts until retiresAt." }),
     scimEnabled: z.boolean(),
     scimTokenExists: z.boolean(),
     scimTokenRotatedAt: z.string().nullable(),
@@ -59,6 +85,8 @@ export const ssoConfigurationResponse = z
     scimBaseUrl: z.string(),
     updatedAt: z.string().nullable(),
     pendingTrustChange: pendingTrustChangeResponse.nullable().meta({ description: 'A SAML trust change an API key proposed: not in effect until an administrator confirms it.' }),
+    samlMetadataRefresh: metadataRefreshResponse.meta({ description: 'The IdP metadata read again daily (and on demand) from samlMetadataUrl.' }),
+    samlCertificateExpiry: certificateExpiryResponse.nullable(),
   })
   .meta({ id: 'SsoConfiguration' });
 
@@ -73,6 +101,10 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
     ...settings,
     samlCertificate: samlCertificates.length > 0 ? samlCertificates.join('\n') : null,
     samlCertificates: samlCertificates.map(describeCertificate),
+    spKeys: spKeysInUse(view.spKeys, new Date()).map((key, index) => {
+      const { fingerprintSha256, validTo } = describeCertificate(key.certificate);
+      return { keyId: key.keyId, fingerprintSha256, validTo, issuedAt: key.issuedAt, retiresAt: key.retiresAt, signing: index === 0 };
+    }),
     scimTokenExists: view.scimTokenExists,
     scimTokenRotatedAt: view.scimTokenRotatedAt,
     spEntityId,
@@ -82,7 +114,17 @@ function presentConfiguration(ctx: AppContext, employerId: string, view: SsoConf
     scimBaseUrl: `${ctx.config.PUBLIC_BASE_URL}${SCIM_BASE_PATH}`,
     updatedAt: view.updatedAt,
     pendingTrustChange: view.pendingTrustChange && presentPendingTrustChange(view.pendingTrustChange),
+    samlMetadataRefresh: {
+      ...view.metadataRefresh,
+      retiringCertificates: view.metadataRefresh.retiringCertificates.map((entry) => ({ ...describeCertificate(entry.certificate), trustedUntil: entry.trustedUntil })),
+    },
+    samlCertificateExpiry: presentExpiry(samlCertificates, new Date()),
   };
+}
+
+function presentExpiry(certificates: string[], now: Date): z.infer<typeof certificateExpiryResponse> | null {
+  const last = lastValidCertificate(certificates);
+  return last && { ...last, warningDays: expiryWarningDays(last.validTo, now) };
 }
 
 function presentPendingTrustChange(pending: PendingTrustChangeView): z.infer<typeof pendingTrustChangeResponse> {
@@ -144,7 +186,7 @@ export function ssoConfigurationRoutes(options: { idpMetadataCa?: string }): Rou
         reply.header('cache-control', 'no-store'); // may carry the SCIM token
         const { scimBearerToken, proposedTrustChangeId } = await updateSsoConfiguration(ctx, commandContextOf(principal, request.id), {
           update: body,
-          metadataFetch: { allowPrivateNetworks: ctx.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, ...(options.idpMetadataCa ? { ca: options.idpMetadataCa } : {}) },
+          metadataFetch: metadataFetchOptionsOf(ctx.config, options.idpMetadataCa),
           // Only an administrator's session may already sign in as anyone the new trust could sign in.
           trustChanges: principal.kind === 'session' ? 'apply' : 'propose',
         });
