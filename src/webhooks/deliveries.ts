@@ -4,6 +4,7 @@
 // first, so a stale or duplicate job does nothing.
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
+import { previousSecretInOverlap } from '../../projections/webhooks/queries.ts';
 import { handOverOldestTickets } from '../worker/admission.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers } from '../worker/lease.ts';
 import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
@@ -72,6 +73,7 @@ const claimedRow = z.object({
   series_start: z.number(),
   url: z.string(),
   sealed_secret: z.string(),
+  previous_sealed_secret: z.string().nullable(),
   failure_count: z.number(),
 });
 export type ClaimedAttempt = z.infer<typeof claimedRow>;
@@ -91,7 +93,8 @@ export async function claimAttempt(
     FROM webhook_subscriptions s
     WHERE d.delivery_id = ${input.deliveryId} AND s.id = d.webhook_id AND s.status = 'active'
       AND d.status = 'pending' AND d.attempts = ${input.attempt - 1} AND d.attempt_lease IS NULL
-    RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret, s.failure_count`);
+    RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret,
+      ${previousSecretInOverlap} AS previous_sealed_secret, s.failure_count`);
 }
 
 /** Gives up this process's claim on an attempt that failed before its end was recorded, so it can be claimed again. */

@@ -81,3 +81,29 @@ describe('retry schedule', () => {
     expect(retryDelayMs(6, { baseMs: 5000, retryAfterMs: 1_000, random: middle })).toBeNull();
   });
 });
+
+describe('signing secret rotation with an overlap', () => {
+  const rotated = (overlapEndsAt: string | null): WebhookEvent => ({ type: 'WebhookSigningSecretRotated', data: { webhookId, sealedSecret: 'v1.new', overlapEndsAt } });
+  const rotate = (now: string) => ({ type: 'RotateSigningSecret', sealedSecret: 'v1.new', overlapEndsAt: '2026-03-03T00:00:00.000Z', now }) as const;
+
+  it('records the overlap chosen, and refuses a second rotation while it lasts', () => {
+    given([created]).when(rotate('2026-03-02T00:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when(rotate('2026-03-02T12:00:00.000Z')).thenThrows({ kind: 'conflict', code: 'SECRET_OVERLAP_ACTIVE' });
+  });
+
+  it('rotates again once the overlap is over, by its end or ended early', () => {
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when(rotate('2026-03-03T00:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated('2026-03-03T00:00:00.000Z'), { type: 'WebhookSecretOverlapEnded', data: { webhookId } }])
+      .when(rotate('2026-03-02T12:00:00.000Z'))
+      .then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated(null)]).when(rotate('2026-03-02T12:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+  });
+
+  it('ends an overlap early only while it lasts', () => {
+    given([created, rotated('2026-03-03T00:00:00.000Z')])
+      .when({ type: 'EndSecretOverlap', now: '2026-03-02T12:00:00.000Z' })
+      .then([{ type: 'WebhookSecretOverlapEnded', data: { webhookId } }]);
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when({ type: 'EndSecretOverlap', now: '2026-03-03T00:00:01.000Z' }).then([]);
+    given([created]).when({ type: 'EndSecretOverlap', now: '2026-03-02T12:00:00.000Z' }).then([]);
+  });
+});
