@@ -74,5 +74,13 @@ function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
       return [...settingAssignments(event.data.changes), sql.fragment`pending_trust_change = NULL`, sql.fragment`updated_at = ${at}`];
     case 'SsoTrustChangeDiscarded':
       return [sql.fragment`pending_trust_change = NULL`];
+    case 'ScimTokenOverlapStarted':
+      return [
+        sql.fragment`previous_scim_token_id = ${event.data.tokenId}`,
+        sql.fragment`previous_scim_token_hash = ${event.data.tokenHash}`,
+        sql.fragment`previous_scim_token_valid_until = ${event.data.endsAt}`,
+      ];
+    case 'ScimTokenOverlapEnded':
+      return [sql.fragment`previous_scim_token_id = NULL`, sql.fragment`previous_scim_token_hash = NULL`, sql.fragment`previous_scim_token_valid_until = NULL`];
   }
 }

@@ -4,6 +4,7 @@ import { ssoAuditMappers } from './audit.ts';
 import type { TokenBucketLimit } from '../http/token-buckets.ts';
 import { ssoConfigurationRoutes } from './routes/configuration.ts';
 import { samlRoutes } from './routes/saml.ts';
+import { scimTokenRoutes } from './routes/scim-token.ts';
 import { ssoTrustChangeRoutes } from './routes/trust-changes.ts';
 import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
@@ -24,7 +25,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, samlRoutes],
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, samlRoutes, scimTokenRoutes],
     // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
     start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);

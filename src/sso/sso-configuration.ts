@@ -1,6 +1,7 @@
 // The employer's SSO configuration aggregate: stream tenant-<employerId>.sso-<employerId>. SAML settings
 // and the SCIM switch are a partial update; the SCIM bearer token is issued when SCIM is first enabled
-// or on rotation, revoked on rotation or when SCIM is disabled. Only the token's SHA-256 hash is kept.
+// or on rotation, revoked on rotation or when SCIM is disabled; a rotation keeps the token it replaced
+// working for an overlap (ScimTokenOverlapStarted). Only the tokens' SHA-256 hashes are kept.
 //
 // SAML trust (SAML_TRUST_SETTINGS: whom a SAML response signs in) changes at once only for a caller
 // who may sign in as anyone already: an administrator's session. An API key's trust changes are
@@ -28,14 +29,30 @@ export type UpdateSsoConfiguration = {
   candidateScimToken: { tokenId: string; tokenHash: string };
   /** `apply`: trust changes take effect (an admin's session); `propose`: they wait, as change `changeId` (an API key). */
   trust: { mode: 'apply' } | { mode: 'propose'; changeId: string };
+  /** Until when a token this command replaces keeps working; null: it stops at once. */
+  scimTokenOverlapEndsAt: string | null;
   now: string;
 };
+export type EndScimTokenOverlap = { type: 'EndScimTokenOverlap'; employerId: string; now: string };
 export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId: string; changeId: string };
 export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
-export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange;
+export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | EndScimTokenOverlap;
 
 export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
-export type SsoConfigurationState = { settings: SsoSettings; scimToken: ScimTokenRecord | null; pendingTrustChange: PendingTrustChange | null };
+/** The token a rotation replaced, working until endsAt. */
+export type PreviousScimToken = { tokenId: string; endsAt: string };
+export type SsoConfigurationState = {
+  settings: SsoSettings;
+  scimToken: ScimTokenRecord | null;
+  previousScimToken: PreviousScimToken | null;
+  pendingTrustChange: PendingTrustChange | null;
+};
+
+/** The replaced token, if it still works at `now`. */
+function previousTokenAt(state: SsoConfigurationState, now: string): PreviousScimToken | null {
+  const previous = state.previousScimToken;
+  return previous && Date.parse(previous.endsAt) > Date.parse(now) ? previous : null;
+}
 
 const isTrustSetting = (key: string): key is SamlTrustSetting => (SAML_TRUST_SETTINGS as readonly string[]).includes(key);
 
@@ -97,8 +114,24 @@ function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationSt
       },
     });
   }
+  events.push(...decideScimTokenOverlap(command, state, { replaced: issue ? revokedScimTokenId : null, scimEnabled: next.scimEnabled }));
   if (command.trust.mode === 'propose' && Object.keys(requestedTrust).length > 0) events.push(...decideProposal(command, command.trust.changeId, requestedTrust, next, state.pendingTrustChange));
   return events;
+}
+
+/**
+ * A token replaced by a rotation keeps working for the overlap asked for (replacing an earlier
+ * overlap: at most one replaced token works). Without an overlap, or with SCIM turned off, a
+ * replaced token still working stops now.
+ */
+function decideScimTokenOverlap(command: UpdateSsoConfiguration, state: SsoConfigurationState, outcome: { replaced: string | null; scimEnabled: boolean }): SsoConfigurationEvent[] {
+  const { employerId, scimTokenOverlapEndsAt: endsAt } = command;
+  if (outcome.replaced && state.scimToken && endsAt !== null) {
+    return [{ type: 'ScimTokenOverlapStarted', data: { employerId, tokenId: state.scimToken.tokenId, tokenHash: state.scimToken.tokenHash, endsAt } }];
+  }
+  const previous = previousTokenAt(state, command.now);
+  if (previous && (outcome.replaced || !outcome.scimEnabled)) return [{ type: 'ScimTokenOverlapEnded', data: { employerId, tokenId: previous.tokenId } }];
+  return [];
 }
 
 /** The pending change after a key's request: the earlier pending values, then the request's, less what is in effect already. */
@@ -115,7 +148,7 @@ function decideProposal(command: UpdateSsoConfiguration, changeId: string, reque
 }
 
 export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null }),
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, previousScimToken: null, pendingTrustChange: null }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'SsoConfigurationUpdated':
@@ -130,6 +163,10 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
         return { ...state, settings: { ...state.settings, ...event.data.changes }, pendingTrustChange: null };
       case 'SsoTrustChangeDiscarded':
         return { ...state, pendingTrustChange: null };
+      case 'ScimTokenOverlapStarted':
+        return { ...state, previousScimToken: { tokenId: event.data.tokenId, endsAt: event.data.endsAt } };
+      case 'ScimTokenOverlapEnded':
+        return { ...state, previousScimToken: null };
     }
   },
   decide: (command, state) => {
@@ -146,6 +183,10 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
       case 'DiscardSsoTrustChange':
         assertPending(state, command.changeId);
         return [{ type: 'SsoTrustChangeDiscarded', data: { employerId: command.employerId, changeId: command.changeId } }];
+      case 'EndScimTokenOverlap': {
+        const previous = previousTokenAt(state, command.now);
+        return previous ? [{ type: 'ScimTokenOverlapEnded', data: { employerId: command.employerId, tokenId: previous.tokenId } }] : [];
+      }
     }
   },
 };

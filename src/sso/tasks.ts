@@ -76,6 +76,9 @@ function trustMail(event: RecordedEvent<SsoConfigurationEvent>, consoleUrl: stri
         subject: 'SAML sign-in change discarded',
         text: `${by} discarded the proposed SAML change ${event.data.changeId} at ${at}. Nothing in effect changed.`,
       };
+    case 'ScimTokenOverlapStarted':
+    case 'ScimTokenOverlapEnded':
+      return null;
   }
 }
 
