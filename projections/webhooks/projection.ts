@@ -7,8 +7,8 @@ import { defineProjection } from '../../src/event-store/projection.ts';
 export const webhooksProjection = defineProjection<WebhookEvent>({
   name: 'webhooks',
   tables: ['webhook_subscriptions'],
-  // Ping and redelivery requests change nothing the read model shows.
-  eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested'),
+  // Ping, redelivery and recovery requests change nothing the read model shows.
+  eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested' && type !== 'WebhookRecoveryRequested'),
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const event of events) {

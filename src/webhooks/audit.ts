@@ -13,5 +13,10 @@ export const webhookAuditMappers: AuditMappers = {
   WebhookSigningSecretRotated: (event) => ({ action: 'webhook.secret.rotate', ...target(event.data), details: { overlapEndsAt: event.data.overlapEndsAt } }),
   WebhookSecretOverlapEnded: (event) => ({ action: 'webhook.secret.overlap_end', ...target(event.data) }),
   WebhookPingRequested: (event) => ({ action: 'webhook.ping', ...target(event.data) }),
+  WebhookRecoveryRequested: (event) => ({
+    action: 'webhook.recover',
+    ...target(event.data),
+    details: { recoveryId: event.data.recoveryId, since: event.data.since },
+  }),
   WebhookRedeliveryRequested: (event) => ({ action: 'webhook.delivery.redeliver', ...target(event.data), details: { deliveryId: event.data.deliveryId } }),
 };

@@ -6,7 +6,7 @@ import { encryptSecret } from '../crypto/secret-box.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
-import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
+import { cancelPendingDeliveries, requeueDelivery, startRecovery } from './deliveries.ts';
 import { findDeliveryStatus } from './delivery-log.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
 import { assertSafeTargetUrl, UnsafeTargetError } from '../net/safe-target.ts';
@@ -137,6 +137,17 @@ export async function redeliver(ctx: AppContext, context: CommandContext, input:
       throw new DomainError('conflict', 'DELIVERY_PENDING', 'The delivery is already pending again.');
     }
   });
+}
+
+/**
+ * Sends every failed delivery since `since` again (its original order, one at a time), after an
+ * outage. Returns the recovery's id and how many deliveries it took; recorded (and audited) first.
+ */
+export async function recoverDeliveries(ctx: AppContext, context: CommandContext, input: { webhookId: string; since: string }) {
+  const recoveryId = randomUUID();
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RequestRecovery', recoveryId, since: input.since });
+  const total = await startRecovery(ctx.db.slonik, { recoveryId, employerId: employerOf(context), webhookId: input.webhookId, since: input.since });
+  return { recoveryId, total };
 }
 
 /** What the delivery worker records acts as the worker, caused by the delivery. */

@@ -58,6 +58,8 @@ const webhookDeliveryExhausted = eventSchema('WebhookDeliveryExhausted', z.objec
 const webhookFailureCountReset = eventSchema('WebhookFailureCountReset', z.object({ webhookId: z.string(), deliveryId: z.string() }));
 const webhookPingRequested = eventSchema('WebhookPingRequested', z.object({ webhookId: z.string() }));
 const webhookRedeliveryRequested = eventSchema('WebhookRedeliveryRequested', z.object({ webhookId: z.string(), deliveryId: z.string() }));
+/** Every failed delivery since `since` is to be sent again, in order, one at a time (src/webhooks/deliveries.ts startRecovery). */
+const webhookRecoveryRequested = eventSchema('WebhookRecoveryRequested', z.object({ webhookId: z.string(), recoveryId: z.string(), since: z.string() }));
 
 export const webhookEvents = [
   webhookSubscriptionCreated,
@@ -71,6 +73,7 @@ export const webhookEvents = [
   webhookFailureCountReset,
   webhookPingRequested,
   webhookRedeliveryRequested,
+  webhookRecoveryRequested,
 ] as const;
 
 export type WebhookEvent = EventOf<(typeof webhookEvents)[number]>;

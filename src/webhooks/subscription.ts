@@ -17,6 +17,7 @@ export type WebhookCommand =
   | { type: 'EndSecretOverlap'; now: string }
   | { type: 'RequestPing' }
   | { type: 'RequestRedelivery'; deliveryId: string }
+  | { type: 'RequestRecovery'; recoveryId: string; since: string }
   // From the delivery worker. Each is idempotent per delivery id: a worker that crashed after
   // recording one and re-runs the attempt records nothing twice.
   | { type: 'RecordDeliveryExhausted'; deliveryId: string }
@@ -110,6 +111,9 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
       case 'RequestRedelivery':
         if (state.status !== 'active') throw inactive();
         return [{ type: 'WebhookRedeliveryRequested', data: { webhookId, deliveryId: command.deliveryId } }];
+      case 'RequestRecovery':
+        if (state.status !== 'active') throw inactive();
+        return [{ type: 'WebhookRecoveryRequested', data: { webhookId, recoveryId: command.recoveryId, since: command.since } }];
       case 'RecordDeliveryExhausted': {
         if (state.exhaustedDeliveryIds.includes(command.deliveryId)) return [];
         const failureCount = state.failureCount + 1;

@@ -54,6 +54,9 @@ describe('webhook subscription decider', () => {
   it('refuses pings and redeliveries of an inactive subscription, and everything on a deleted one', () => {
     given([created, disabledByFailures]).when({ type: 'RequestPing' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
     given([created, disabledByFailures]).when({ type: 'RequestRedelivery', deliveryId: 'd1' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
+    given([created, disabledByFailures]).when({ type: 'RequestRecovery', recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
+    given([created]).when({ type: 'RequestRecovery', recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' })
+      .then([{ type: 'WebhookRecoveryRequested', data: { webhookId, recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' } }]);
     const deleted: WebhookEvent = { type: 'WebhookSubscriptionDeleted', data: { webhookId } };
     given([created, deleted]).when({ type: 'UpdateWebhook', changes: {}, status: 'active' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
     given([]).when({ type: 'DeleteWebhook' }).thenThrows({ kind: 'not_found' });
