@@ -44,7 +44,7 @@ export type DeliveryLogEntry = z.infer<typeof deliveryLogEntry>;
 export const deliveryFilters = pageQuery({ default: 20, max: 100 }).extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
   event: z.string().max(CODE_MAX).optional(),
-  recoveryId: z.uuid().optional(),
+  recoveryId: z.uuid().max(36).optional(),
 });
 
 const deliveryRow = z.object({

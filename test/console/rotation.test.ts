@@ -123,4 +123,27 @@ describe.skipIf(unavailable !== null)('rotation and recovery in the console', ()
     await waitUntil('the failed delivery sent again', () => receiver.requests.filter((request) => request.path === path).length === before + 1);
     await waitUntil('the delivery to succeed', async () => ((await api.get(`/api/employer/webhooks/${id}/deliveries`)).body.deliveries as any[])[0]?.status === 'succeeded');
   }, 120_000);
+
+  it('rotates the SCIM token with an overlap on the SSO page, shows its end and stops the previous token', async () => {
+    const enabled = await api.post('/api/employer/sso', { scimEnabled: true });
+    const previous = enabled.body.scimBearerToken as string;
+    const scimStatus = async (token: string) => (await fetch(`${service.url}/api/scim/v2/Users`, { headers: { authorization: `Bearer ${token}` } })).status;
+    await openPage('sso', 'Single sign-on');
+    const rotate = page.getByRole('form', { name: 'Rotate the SCIM token' });
+    await rotate.getByLabel('Overlap (hours)').fill('2');
+    await rotate.getByRole('button', { name: 'Rotate SCIM token' }).click();
+    await page.getByText('SCIM token rotated.').waitFor();
+    const token = (await page.getByTestId('secret').textContent()) ?? '';
+    expect(token).toMatch(/^scim_/);
+    expect(await page.getByRole('region', { name: 'SCIM bearer token' }).textContent()).toContain('The previous token keeps working until');
+    await page.getByTestId('scim-overlap').waitFor();
+    expect(await seriousAxeViolations(page)).toEqual([]);
+    expect([await scimStatus(previous), await scimStatus(token)]).toEqual([200, 200]);
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Stop previous token' }).click();
+    await page.getByText('The previous SCIM token has stopped working.').waitFor();
+    expect(await page.getByTestId('scim-overlap').count()).toBe(0);
+    expect([await scimStatus(previous), await scimStatus(token)]).toEqual([401, 200]);
+  });
 });

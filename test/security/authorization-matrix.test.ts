@@ -70,6 +70,11 @@ const EXAMPLES: Record<string, (ids: Ids) => Example> = {
   'PATCH /api/employer/api-keys/{keyId}': () => ({ body: { name: 'renamed by the matrix' } }),
   'PATCH /api/employer/webhooks/{webhookId}': () => ({ body: { description: 'patched by the matrix' } }),
   'POST /api/employer/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': () => ({ fresh: 'deliveryId' }),
+  // A key is rolled once: each allowed caller rolls a fresh one.
+  'POST /api/employer/api-keys/{keyId}/roll': () => ({ body: { overlapSeconds: 60 }, fresh: 'keyId' }),
+  // Without an overlap, so that every allowed caller may rotate again.
+  'POST /api/employer/webhooks/{webhookId}/rotate-secret': () => ({ body: { overlapSeconds: 0 } }),
+  'POST /api/employer/webhooks/{webhookId}/recover': () => ({ body: { since: '2026-01-01T00:00:00Z' } }),
   'POST /api/employer/authorizations/{authorizationId}/review': () => ({ body: { decision: 'approved' }, fresh: 'authorizationId' }),
   'POST /api/employer/sso/trust-changes/{changeId}/confirm': () => ({ fresh: 'changeId' }),
   'PUT /api/fhir/{resourceType}/{id}': (ids) => ({ body: ids.otherPatientResource, headers: { 'content-type': 'application/fhir+json' } }),
@@ -139,6 +144,7 @@ type Ids = {
   scimUserId: string;
   scimGroupId: string;
   domain: string;
+  recoveryId: string;
 };
 
 const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
@@ -323,6 +329,7 @@ describe('the authorization matrix', () => {
       scimUserId,
       scimGroupId: await scimGroup(),
       domain: await domainClaim(),
+      recoveryId: String((await a.admin.post(`/api/employer/webhooks/${webhookId}/recover`, { since: '2026-01-01T00:00:00Z' })).body.recoveryId),
     };
     tenantSecrets = [ids.employerId, ids.keyId, ids.webhookId, ids.deliveryId, ids.cohortId, ids.ownPatientId, ids.otherPatientId, ids.ownObservationId, ids.otherObservationId,
       ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId];
