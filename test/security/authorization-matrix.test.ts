@@ -283,7 +283,8 @@ describe('the authorization matrix', () => {
       return status.status === 200 && ((await status.json()) as { output: Array<{ url: string }> });
     });
     const simulation = await a.admin.post('/api/employer/simulations', { months: 3, adoptionRate: 0.5, baselineMonthlyCostMinor: 1000, taperedMonthlyCostMinor: 500, currency: 'EUR' });
-    const scim: ScimClient = scimClient(service, a.scimToken);
+    // Read at each use: rotating the SCIM token is among the operations tried (renewSessions renews it).
+    const scim: Pick<ScimClient, 'request'> = { request: (...args) => scimClient(service, a.scimToken).request(...args) };
     const scimUser = async () => String((await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: `scim.${randomUUID()}@example.test` })).body.id);
     const scimUserId = await scimUser();
     const scimGroup = async () => String((await scim.request('POST', '/Groups', { schemas: [GROUP_SCHEMA], displayName: `Group ${randomUUID()}`, members: [{ value: scimUserId }] })).body.id);
@@ -375,6 +376,12 @@ describe('the authorization matrix', () => {
       for (const session of sessionCallers) {
         const check = await fetch(`${service.url}/api/auth/session`, { headers: { cookie: session.cookie() } });
         if (check.status === 401) await session.renew();
+      }
+      // The SCIM token operations replace each tenant's token: a stopped one is replaced for the next operations.
+      for (const credentials of [a, b]) {
+        if ((await scimClient(service, credentials.scimToken).request('GET', '/ServiceProviderConfig')).status !== 401) continue;
+        const cookie = await service.signIn(credentials.tenant.employerId, credentials.tenant.adminUserId);
+        credentials.scimToken = await enableScim(service, { cookie }, { rotateScimToken: true });
       }
     };
 
