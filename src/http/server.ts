@@ -115,8 +115,9 @@ export async function buildServer(ctx: AppContext, routes: Array<{ plugin: Route
     if (serviceError.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendServiceError(reply, request, serviceError, request.routeOptions.config?.errorShape ?? defaultErrorShape);
   });
+  // In the shape of the API the path is under (an OperationOutcome below /api/fhir/, say), as framework errors are.
   fastify.setNotFoundHandler((request, reply) =>
-    sendServiceError(reply, request, { status: 404, code: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}.`, details: {} }),
+    sendServiceError(reply, request, { status: 404, code: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0]}.`, details: {} }, shapeForPath(request.url)),
   );
 
   fastify.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

@@ -40,6 +40,8 @@ describe.skipIf(unavailable !== null)('rotation and recovery in the console', ()
   });
 
   async function openPage(hash: string, heading: string) {
+    // From elsewhere: going to the page's own hash again would not render it afresh.
+    await page.goto('about:blank');
     await page.goto(`${service.url}/#/${hash}`);
     await page.getByRole('heading', { level: 1, name: heading }).waitFor();
   }
