@@ -13,7 +13,10 @@ export const apiKeysProjection = defineProjection<ApiKeyEvent | UserDeactivated 
   name: 'api-keys',
   tables: ['api_keys'],
   // The creator's deactivation and reactivation too: the pipeline refuses the keys of an inactive creator.
-  eventTypes: ['ApiKeyCreated', 'ApiKeyRenamed', 'ApiKeySuspended', 'ApiKeyResumed', 'ApiKeyRevoked', 'UserDeactivated', 'UserReactivated'],
+  eventTypes: [
+    'ApiKeyCreated', 'ApiKeyRenamed', 'ApiKeySuspended', 'ApiKeyResumed', 'ApiKeyRevoked', 'ApiKeySettingsChanged', 'ApiKeyRolled',
+    'UserDeactivated', 'UserReactivated',
+  ],
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const event of events) {
@@ -38,6 +41,23 @@ export const apiKeysProjection = defineProjection<ApiKeyEvent | UserDeactivated 
         case 'ApiKeyRevoked':
           await tx.query(sql.unsafe`
             UPDATE api_keys SET revoked_at = ${event.data.revokedAt}, revoke_reason = ${event.data.reason} WHERE id = ${event.data.keyId}`);
+          await notifyChanged(tx, event.data.keyId);
+          break;
+        case 'ApiKeySettingsChanged': {
+          const c = event.data.changes;
+          const assignments = [
+            c.scopes === undefined ? null : sql.fragment`scopes = ${sql.array(c.scopes, 'text')}`,
+            c.allowedIpCidrs === undefined ? null : sql.fragment`allowed_ip_cidrs = ${sql.array(c.allowedIpCidrs, 'text')}`,
+            c.expiresAt === undefined ? null : sql.fragment`expires_at = ${c.expiresAt}`,
+            c.rateLimitPerMinute === undefined ? null : sql.fragment`rate_limit_per_minute = ${c.rateLimitPerMinute}`,
+          ].filter((fragment) => fragment !== null);
+          if (assignments.length > 0) await tx.query(sql.unsafe`UPDATE api_keys SET ${sql.join(assignments, sql.fragment`, `)} WHERE id = ${event.data.keyId}`);
+          await notifyChanged(tx, event.data.keyId);
+          break;
+        }
+        case 'ApiKeyRolled':
+          await tx.query(sql.unsafe`
+            UPDATE api_keys SET rolled_into = ${event.data.successorKeyId}, roll_revokes_at = ${event.data.revokesAt} WHERE id = ${event.data.keyId}`);
           await notifyChanged(tx, event.data.keyId);
           break;
         case 'UserDeactivated':

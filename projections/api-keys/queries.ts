@@ -11,13 +11,18 @@ export const API_KEY_STATUSES = ['active', 'revoked', 'expired', 'inactive'] as 
 
 /**
  * The status of the key `k` (an api_keys row) at the instant `at` (an ISO string, or the database's
- * sql.fragment`now()`): revoked, else expired from the instant expiresAt on, else inactive while
- * suspended, else active. Key management shows it; the monthly inventory review (activeKeysOf) and
+ * sql.fragment`now()`): revoked (by DELETE, or from the end of a roll's overlap on), else expired from
+ * the instant expiresAt on, else inactive while suspended, else active. Key management shows it; the monthly inventory review (activeKeysOf) and
  * the employer report count the active keys by it (activeApiKey).
  */
 export function apiKeyStatus(at: ValueExpression): FragmentSqlToken {
-  return sql.fragment`CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= (${at})::timestamptz THEN 'expired'
+  return sql.fragment`CASE WHEN ${revokedAt(at)} IS NOT NULL THEN 'revoked' WHEN k.expires_at <= (${at})::timestamptz THEN 'expired'
     WHEN k.suspended THEN 'inactive' ELSE 'active' END`;
+}
+
+/** When the key `k` was revoked, as seen at `at`: by DELETE, or by the end of a roll's overlap once it passed. */
+function revokedAt(at: ValueExpression): FragmentSqlToken {
+  return sql.fragment`COALESCE(k.revoked_at, CASE WHEN k.roll_revokes_at <= (${at})::timestamptz THEN k.roll_revokes_at END)`;
 }
 
 /** Whether the key `k` is active at `at` (apiKeyStatus). */
@@ -38,6 +43,8 @@ export const apiKeyMetadata = z
     createdBy: z.string().meta({ description: 'Id of the user who created the key. Deactivating that user through SCIM revokes it.' }),
     status: z.enum(API_KEY_STATUSES),
     revokedAt: z.string().nullable(),
+    rolledInto: z.string().nullable().meta({ description: 'The key that replaced this one (POST .../roll); it is revoked at revokesAt.' }),
+    revokesAt: z.string().nullable().meta({ description: 'While a rolled key\'s overlap lasts: when it ends and the key is revoked. Null otherwise.' }),
     lastUsedAt: z.string().nullable(),
     lastUsedIp: z.string().nullable(),
     requestCount: z.number().int(),
@@ -57,6 +64,8 @@ const metadataRow = z.object({
   created_by: z.string(),
   status: z.enum(API_KEY_STATUSES),
   revoked_at: z.string().nullable(),
+  rolled_into: z.string().nullable(),
+  revokes_at: z.string().nullable(),
   last_used_at: z.string().nullable(),
   last_used_ip: z.string().nullable(),
   request_count: z.number(),
@@ -67,7 +76,9 @@ const metadataRow = z.object({
 /** The keys' metadata, each key's status as it is at `now` (ms since the epoch). */
 const selectMetadata = (now: number) => sql.fragment`
   SELECT k.id, k.name, k.key_prefix, k.scopes, k.allowed_ip_cidrs, k.expires_at, k.rate_limit_per_minute, k.created_at, k.created_by,
-         ${apiKeyStatus(new Date(now).toISOString())} AS status, k.revoked_at, k.created_at::text AS cursor_at,
+         ${apiKeyStatus(new Date(now).toISOString())} AS status, ${revokedAt(new Date(now).toISOString())} AS revoked_at, k.rolled_into,
+         CASE WHEN k.revoked_at IS NULL AND k.roll_revokes_at > ${new Date(now).toISOString()}::timestamptz THEN k.roll_revokes_at END AS revokes_at,
+         k.created_at::text AS cursor_at,
          u.last_used_at, u.last_used_ip, COALESCE(u.request_count, 0)::float8 AS request_count
   FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id`;
 
@@ -84,6 +95,8 @@ function toMetadata(row: z.infer<typeof metadataRow>): ApiKeyMetadata {
     createdBy: row.created_by,
     status: row.status,
     revokedAt: row.revoked_at,
+    rolledInto: row.rolled_into,
+    revokesAt: row.revokes_at,
     lastUsedAt: row.last_used_at,
     lastUsedIp: row.last_used_ip,
     requestCount: row.request_count,
@@ -134,6 +147,7 @@ const keyRow = z.object({
   expires_at: z.string().nullable(),
   suspended: z.boolean(),
   revoked_at: z.string().nullable(),
+  roll_revokes_at: z.string().nullable(),
   creator_active: z.boolean(),
   created_by: z.string(),
   rate_limit_per_minute: z.number().nullable(),
@@ -147,6 +161,6 @@ export async function allKeyHashes(pool: DatabasePool): Promise<readonly string[
 
 export async function findKeyByHash(pool: DatabasePool, keyHash: string) {
   return pool.maybeOne(sql.type(keyRow)`
-    SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, creator_active, created_by, rate_limit_per_minute
+    SELECT id, employer_id, key_hash, scopes, allowed_ip_cidrs, expires_at, suspended, revoked_at, roll_revokes_at, creator_active, created_by, rate_limit_per_minute
     FROM api_keys WHERE key_hash = ${keyHash}`);
 }

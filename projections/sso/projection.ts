@@ -113,5 +113,13 @@ function assignmentsOf(event: RecordedEvent<SsoConfigurationEvent>) {
     }
     case 'SamlCertificateExpiryWarned':
       return []; // the warning is in the audit log and the mail; GET computes the banner from the certificates
+    case 'ScimTokenOverlapStarted':
+      return [
+        sql.fragment`previous_scim_token_id = ${event.data.tokenId}`,
+        sql.fragment`previous_scim_token_hash = ${event.data.tokenHash}`,
+        sql.fragment`previous_scim_token_valid_until = ${event.data.endsAt}`,
+      ];
+    case 'ScimTokenOverlapEnded':
+      return [sql.fragment`previous_scim_token_id = NULL`, sql.fragment`previous_scim_token_hash = NULL`, sql.fragment`previous_scim_token_valid_until = NULL`];
   }
 }

@@ -100,19 +100,41 @@ async function employerExists(pool: DatabasePool, employerId: string): Promise<b
   return pool.exists(sql.unsafe`SELECT 1 FROM employers WHERE id = ${employerId}`);
 }
 
-const tokenOwner = z.object({ employer_id: z.string(), scim_token_id: z.string() });
-
-/** The employer whose current SCIM token hashes to `tokenHash`, while SCIM is enabled; null otherwise. */
-export async function findScimTokenOwner(pool: DatabasePool, tokenHash: string) {
-  return pool.maybeOne(sql.type(tokenOwner)`
-    SELECT employer_id, scim_token_id FROM sso_configurations
-    WHERE scim_token_hash = ${tokenHash} AND scim_enabled AND scim_token_id IS NOT NULL`);
+/** Whether SCIM is on, its token and the token a rotation replaced while it still works, as key management shows them. */
+export async function getScimTokenStatus(pool: DatabasePool, employerId: string) {
+  const row = await pool.maybeOne(sql.type(z.object({
+    scim_enabled: z.boolean(), token_exists: z.boolean(), rotated_at: z.string().nullable(), previous_valid_until: z.string().nullable(),
+  }))`
+    SELECT scim_enabled, scim_token_hash IS NOT NULL AS token_exists, scim_token_rotated_at AS rotated_at,
+           CASE WHEN previous_scim_token_valid_until > now() THEN previous_scim_token_valid_until END AS previous_valid_until
+    FROM sso_configurations WHERE employer_id = ${employerId}`);
+  return {
+    scimEnabled: row?.scim_enabled ?? false,
+    tokenExists: row?.token_exists ?? false,
+    rotatedAt: row?.rotated_at ?? null,
+    previousTokenValidUntil: row?.previous_valid_until ?? null,
+  };
 }
 
-/** The hashes of the current SCIM tokens of employers with SCIM enabled. */
-export async function currentScimTokenHashes(pool: DatabasePool): Promise<readonly string[]> {
-  return pool.anyFirst(sql.type(z.object({ scim_token_hash: z.string() }))`
-    SELECT scim_token_hash FROM sso_configurations WHERE scim_enabled AND scim_token_hash IS NOT NULL AND scim_token_id IS NOT NULL`);
+/** A SCIM token that works: the current one (valid_until null), or the one a rotation replaced, until valid_until. */
+const workingToken = z.object({ employer_id: z.string(), token_id: z.string(), token_hash: z.string(), valid_until: z.string().nullable() });
+
+/** Every working SCIM token of employers with SCIM enabled; a replaced one while its overlap has not ended. */
+const workingTokens = sql.fragment`
+  SELECT employer_id, scim_token_id AS token_id, scim_token_hash AS token_hash, NULL::timestamptz AS valid_until
+  FROM sso_configurations WHERE scim_enabled AND scim_token_hash IS NOT NULL AND scim_token_id IS NOT NULL
+  UNION ALL
+  SELECT employer_id, previous_scim_token_id, previous_scim_token_hash, previous_scim_token_valid_until
+  FROM sso_configurations WHERE scim_enabled AND previous_scim_token_hash IS NOT NULL AND previous_scim_token_valid_until > now()`;
+
+/** The employer whose working SCIM token hashes to `tokenHash`, and until when it works (null: current); null when none. */
+export async function findScimTokenOwner(pool: DatabasePool, tokenHash: string) {
+  return pool.maybeOne(sql.type(workingToken)`SELECT * FROM (${workingTokens}) t WHERE t.token_hash = ${tokenHash}`);
+}
+
+/** The hashes of the working SCIM tokens, each with until when it works (null: current). */
+export async function workingScimTokenHashes(pool: DatabasePool) {
+  return pool.any(sql.type(workingToken.pick({ token_hash: true, valid_until: true }))`SELECT token_hash, valid_until FROM (${workingTokens}) t`);
 }
 
 /** Every employer whose SAML trust follows an IdP metadata URL, and that URL (the daily refresh). */

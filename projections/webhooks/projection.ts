@@ -7,8 +7,8 @@ import { defineProjection } from '../../src/event-store/projection.ts';
 export const webhooksProjection = defineProjection<WebhookEvent>({
   name: 'webhooks',
   tables: ['webhook_subscriptions'],
-  // Ping and redelivery requests change nothing the read model shows.
-  eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested'),
+  // Ping, redelivery and recovery requests change nothing the read model shows.
+  eventTypes: WEBHOOK_EVENT_NAMES.filter((type) => type !== 'WebhookPingRequested' && type !== 'WebhookRedeliveryRequested' && type !== 'WebhookRecoveryRequested'),
   awaitedByCommands: true,
   async apply(tx, events) {
     for (const event of events) {
@@ -36,18 +36,28 @@ export const webhooksProjection = defineProjection<WebhookEvent>({
         }
         case 'WebhookSubscriptionDeactivated':
           await tx.query(sql.unsafe`
-            UPDATE webhook_subscriptions SET status = 'inactive', disabled_reason = ${event.data.reason}, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
+            UPDATE webhook_subscriptions SET status = 'inactive', disabled_reason = ${event.data.reason}, disabled_at = ${at}, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
           break;
         case 'WebhookSubscriptionActivated':
           await tx.query(sql.unsafe`
-            UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, failure_count = 0, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
+            UPDATE webhook_subscriptions SET status = 'active', disabled_reason = NULL, disabled_at = NULL, failure_count = 0, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
           break;
         case 'WebhookSubscriptionDeleted':
           await tx.query(sql.unsafe`DELETE FROM webhook_subscriptions WHERE id = ${event.data.webhookId}`);
           break;
-        case 'WebhookSigningSecretRotated':
+        case 'WebhookSigningSecretRotated': {
+          // The secret replaced stays, sealed, as the previous one while the overlap lasts.
+          const overlapEndsAt = event.data.overlapEndsAt;
           await tx.query(sql.unsafe`
-            UPDATE webhook_subscriptions SET sealed_secret = ${event.data.sealedSecret}, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
+            UPDATE webhook_subscriptions
+            SET previous_sealed_secret = ${overlapEndsAt === null ? null : sql.fragment`sealed_secret`}, sealed_secret = ${event.data.sealedSecret},
+                secret_overlap_ends_at = ${overlapEndsAt}, updated_at = ${at}
+            WHERE id = ${event.data.webhookId}`);
+          break;
+        }
+        case 'WebhookSecretOverlapEnded':
+          await tx.query(sql.unsafe`
+            UPDATE webhook_subscriptions SET previous_sealed_secret = NULL, secret_overlap_ends_at = NULL, updated_at = ${at} WHERE id = ${event.data.webhookId}`);
           break;
         case 'WebhookDeliveryExhausted':
           await tx.query(sql.unsafe`

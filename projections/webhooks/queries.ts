@@ -19,6 +19,11 @@ export const webhookSubscription = z
       .enum(['manual', 'failure_threshold', 'gone'])
       .nullable()
       .meta({ description: 'Why an inactive subscription stopped: PATCH, failureCount reaching maxFailures, or the target answering 410 Gone.' }),
+    disabledAt: z.string().nullable().meta({ description: 'Since when an inactive subscription is inactive; null while active.' }),
+    signingSecretOverlapEndsAt: z.string().nullable().meta({
+      description: 'While a secret rotation\'s overlap lasts, its end: until then deliveries are signed with the previous secret too ' +
+        '(x-webhook-signature with the previous, x-webhook-signature-next with the new, webhook-signature with both). Null otherwise.',
+    }),
     failureCount: z.number().int().meta({ description: 'Deliveries whose final attempt failed since the last success or re-activation.' }),
     maxFailures: z.number().int(),
     createdAt: z.string(),
@@ -40,6 +45,8 @@ type SubscriptionRow = {
   description: string | null;
   status: 'active' | 'inactive';
   disabled_reason: 'manual' | 'failure_threshold' | 'gone' | null;
+  disabled_at: Date | null;
+  overlap_ends_at: Date | null;
   failure_count: number;
   max_failures: number;
   created_at: Date;
@@ -54,7 +61,8 @@ type SubscriptionRow = {
 };
 
 const selectSubscriptions = `
-  SELECT s.id, s.url, s.events, s.description, s.status, s.disabled_reason, s.failure_count, s.max_failures, s.created_at, s.updated_at,
+  SELECT s.id, s.url, s.events, s.description, s.status, s.disabled_reason, s.disabled_at,
+         CASE WHEN s.secret_overlap_ends_at > now() THEN s.secret_overlap_ends_at END AS overlap_ends_at, s.failure_count, s.max_failures, s.created_at, s.updated_at,
          s.created_at::text AS cursor_at,
          d.delivery_id AS last_delivery_id, d.event_type AS last_delivery_event, d.status AS last_delivery_status,
          d.last_status_code AS last_delivery_status_code, d.created_at AS last_delivery_at
@@ -83,6 +91,8 @@ function toView(row: SubscriptionRow): WebhookSubscriptionView {
     description: row.description,
     status: row.status,
     disabledReason: row.disabled_reason,
+    disabledAt: row.disabled_at?.toISOString() ?? null,
+    signingSecretOverlapEndsAt: row.overlap_ends_at?.toISOString() ?? null,
     failureCount: row.failure_count,
     maxFailures: row.max_failures,
     createdAt: row.created_at.toISOString(),
@@ -121,8 +131,13 @@ export async function listWebhooks(
   return { webhooks: shown.map(toView), next };
 }
 
-/** The url, status and sealed secret the direct test needs. */
+/** The previous secret of subscription `s` while its overlap lasts (the database's clock decides), else NULL. */
+export const previousSecretInOverlap = sql.fragment`CASE WHEN s.secret_overlap_ends_at > now() THEN s.previous_sealed_secret END`;
+
+/** The url, status and sealed secrets the direct test needs. */
 export async function findWebhookTarget(pool: CommonQueryMethods, employerId: string, webhookId: string) {
-  return pool.maybeOne(sql.type(z.object({ url: z.string(), status: z.enum(['active', 'inactive']), sealed_secret: z.string() }))`
-    SELECT url, status, sealed_secret FROM webhook_subscriptions WHERE employer_id = ${employerId} AND id = ${webhookId}`);
+  const row = z.object({ url: z.string(), status: z.enum(['active', 'inactive']), sealed_secret: z.string(), previous_sealed_secret: z.string().nullable() });
+  return pool.maybeOne(sql.type(row)`
+    SELECT s.url, s.status, s.sealed_secret, ${previousSecretInOverlap} AS previous_sealed_secret
+    FROM webhook_subscriptions s WHERE s.employer_id = ${employerId} AND s.id = ${webhookId}`);
 }

@@ -13,4 +13,6 @@ export const apiKeyAuditMappers: AuditMappers = {
   ApiKeySuspended: (event) => ({ action: 'api_key.suspended', ...keyTarget(event) }),
   ApiKeyResumed: (event) => ({ action: 'api_key.resumed', ...keyTarget(event) }),
   ApiKeyRevoked: (event) => ({ action: 'api_key.revoked', ...keyTarget(event), details: { reason: event.data.reason } }),
+  ApiKeySettingsChanged: (event) => ({ action: 'api_key.updated', ...keyTarget(event), details: { changes: event.data.changes } }),
+  ApiKeyRolled: (event) => ({ action: 'api_key.rolled', ...keyTarget(event), details: { successorKeyId: event.data.successorKeyId, revokesAt: event.data.revokesAt } }),
 };

@@ -3,10 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import type { Scope } from '../auth/principal.ts';
-import { employerOf, handleCommand, handleCommands, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, handleCommands, handlePlannedCommands, type CommandContext } from '../event-store/command-handler.ts';
+import { DomainError, fold } from '../event-store/decider.ts';
 import { userDecider, userStream } from '../tenants/user.ts';
-import { apiKeyDecider, apiKeyStream, type ApiKeyCommand } from './api-key.ts';
-import type { RevokeReason } from './events.ts';
+import { apiKeyDecider, apiKeyStream, type ApiKeyCommand, type ApiKeyState } from './api-key.ts';
+import type { ApiKeyEvent, ApiKeySettings, RevokeReason } from './events.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from './raw-key.ts';
 
 export type NewApiKey = {
@@ -50,13 +51,68 @@ export async function revokeApiKey(ctx: AppContext, context: CommandContext, inp
   await runApiKeyCommand(ctx, context, input.keyId, { type: 'RevokeApiKey', reason: input.reason, now: new Date(input.now).toISOString() });
 }
 
-/** PATCH: rename, suspend (status inactive) or resume (status active); each change is its own event. */
-export async function changeApiKey(ctx: AppContext, context: CommandContext, input: { keyId: string; name?: string; status?: 'active' | 'inactive' }) {
-  const { keyId, name, status } = input;
+/**
+ * PATCH: rename, suspend (status inactive) or resume (status active), change settings in place; each
+ * kind of change is its own event. Every process drops its cached copy (NOTIFY api_key_changed).
+ */
+export async function changeApiKey(
+  ctx: AppContext,
+  context: CommandContext,
+  input: { keyId: string; name?: string; status?: 'active' | 'inactive'; settings: Partial<ApiKeySettings>; now: number },
+) {
+  const { keyId, name, status, settings, now } = input;
+  if (Object.keys(settings).length > 0) await runApiKeyCommand(ctx, context, keyId, { type: 'ChangeApiKeySettings', changes: settings, now: new Date(now).toISOString() });
   if (name !== undefined) await runApiKeyCommand(ctx, context, keyId, { type: 'RenameApiKey', name });
   if (status !== undefined) {
     await runApiKeyCommand(ctx, context, keyId, { type: status === 'inactive' ? 'SuspendApiKey' : 'ResumeApiKey' });
   }
+}
+
+/**
+ * Rolls a key: a new key with the same name and settings, created by the caller (recorded on their
+ * stream, as a creation is), and the old key revoked from `now + overlapMs` on (at once for 0). One
+ * append, planned from the old key's stream as read; a concurrent change to it makes the plan again.
+ * Returns the new key's id and raw value (shown once).
+ */
+export async function rollApiKey(ctx: AppContext, context: CommandContext, input: { keyId: string; overlapMs: number; createdBy: string; now: number }) {
+  const employerId = employerOf(context);
+  const successorKeyId = newApiKeyId();
+  const rawKey = generateRawKey();
+  const now = new Date(input.now).toISOString();
+  const oldStream = apiKeyStream(employerId, input.keyId);
+  const { results } = await handlePlannedCommands(ctx.commands, async () => {
+    // Parsed by the event registry on read: the key's own events.
+    const history = (await ctx.eventStore.readStream(oldStream)) as unknown as ApiKeyEvent[];
+    const state = fold(apiKeyDecider, history);
+    if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'API key was not found.');
+    return {
+      result: null,
+      commands: [
+        {
+          streamName: oldStream,
+          decider: apiKeyDecider,
+          command: { type: 'RollApiKey', successorKeyId, revokesAt: new Date(input.now + input.overlapMs).toISOString(), now } as const,
+          context,
+          readAs: { revision: BigInt(history.length - 1), state },
+        },
+        { streamName: userStream(employerId, input.createdBy), decider: userDecider, command: { type: 'RecordApiKey', keyId: successorKeyId } as const, context },
+        {
+          streamName: apiKeyStream(employerId, successorKeyId),
+          decider: apiKeyDecider,
+          command: {
+            type: 'CreateApiKey', keyId: successorKeyId, keyHash: hashRawKey(rawKey), keyPrefix: displayPrefixOf(rawKey), name: state.name, ...state.settings,
+            createdBy: input.createdBy, now,
+          } as const,
+          context,
+          newStream: true,
+        },
+      ],
+    };
+  });
+  // This process's cached copy of the old key knows nothing of its end yet.
+  const rolled = results[0]?.state as ApiKeyState;
+  if (rolled.status !== 'absent') ctx.auth.apiKeys.invalidate(rolled.keyHash);
+  return { keyId: successorKeyId, rawKey };
 }
 
 async function runApiKeyCommand(ctx: AppContext, context: CommandContext, keyId: string, command: ApiKeyCommand) {

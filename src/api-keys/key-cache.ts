@@ -31,6 +31,8 @@ export type CachedKey = {
   expiresAtMs: number | null;
   suspended: boolean;
   revoked: boolean;
+  /** A rolled key is revoked from this instant on (the end of its overlap). */
+  revokesAtMs: number | null;
   /** False once the user who created the key is deactivated: the key is refused as revoked. */
   creatorActive: boolean;
   createdBy: string;
@@ -77,6 +79,7 @@ export async function createKeyCache(deps: { pool: DatabasePool; notifications: 
         expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
         suspended: row.suspended,
         revoked: row.revoked_at !== null,
+        revokesAtMs: row.roll_revokes_at === null ? null : Date.parse(row.roll_revokes_at),
         creatorActive: row.creator_active,
         createdBy: row.created_by,
         rateLimitPerMinute: row.rate_limit_per_minute,

@@ -22,7 +22,7 @@ export const API_KEY_CHECK_ORDER = [
   `1. The key exists (in any state), or the client address has not presented ${INVALID_KEY_ATTEMPTS_PER_MIN} invalid keys this minute: else 429 RATE_LIMITED with retry-after.`,
   '   So invalid keys slow down invalid keys only: a key that exists is never refused for what others sent from its address (a load balancer, a shared egress).',
   '2. The key is well formed (mt_live_ and 64 lowercase hex characters) and known: else 401 INVALID_API_KEY.',
-  '3. The key is not revoked, and the user who created it is not deactivated: else 401 API_KEY_REVOKED.',
+  '3. The key is not revoked (by DELETE, or by the end of a roll\'s overlap), and the user who created it is not deactivated: else 401 API_KEY_REVOKED.',
   '4. The key has not expired (expired from the instant expiresAt on): else 401 API_KEY_EXPIRED.',
   '5. The key is not suspended: else 401 API_KEY_INACTIVE.',
   '6. The client address is in the key\'s allowlist, if it has one: else 403 API_KEY_IP_NOT_ALLOWED.',
@@ -115,6 +115,7 @@ export async function startApiKeyPipeline(ctx: StartContext, clock: Clock): Prom
 
 function assertUsable(key: CachedKey, now: number) {
   if (key.revoked) throw new DomainError('unauthenticated', 'API_KEY_REVOKED', 'The API key has been revoked.');
+  if (key.revokesAtMs !== null && now >= key.revokesAtMs) throw new DomainError('unauthenticated', 'API_KEY_REVOKED', 'The API key was rolled and its overlap has ended.');
   if (!key.creatorActive) throw new DomainError('unauthenticated', 'API_KEY_REVOKED', 'The API key is revoked: the user who created it is deactivated.');
   if (key.expiresAtMs !== null && now >= key.expiresAtMs) throw new DomainError('unauthenticated', 'API_KEY_EXPIRED', 'The API key has expired.');
   if (key.suspended) throw new DomainError('unauthenticated', 'API_KEY_INACTIVE', 'The API key is inactive (suspended by an administrator).');

@@ -11,6 +11,13 @@ const trustFieldsOf = (changes: unknown): string[] => Object.keys(trustChangesOf
 const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
 
 export const ssoAuditMappers: AuditMappers = {
+  ScimTokenOverlapStarted: (event) => ({
+    action: 'sso.scim_token.overlap_start',
+    targetType: 'employer',
+    targetId: String(event.data.employerId),
+    details: { tokenId: event.data.tokenId, endsAt: event.data.endsAt },
+  }),
+  ScimTokenOverlapEnded: (event) => ({ action: 'sso.scim_token.overlap_end', targetType: 'employer', targetId: String(event.data.employerId), details: { tokenId: event.data.tokenId } }),
   SsoConfigurationUpdated: (event) => ({
     action: 'sso.config.update',
     targetType: 'employer',

@@ -6,6 +6,7 @@ import { ssoConfigurationRoutes } from './routes/configuration.ts';
 import { ssoMetadataRefreshRoutes } from './routes/metadata-refresh.ts';
 import { samlRoutes } from './routes/saml.ts';
 import { ssoSpKeyRoutes } from './routes/sp-keys.ts';
+import { scimTokenRoutes } from './routes/scim-token.ts';
 import { ssoTrustChangeRoutes } from './routes/trust-changes.ts';
 import { createSamlRuntime, DEFAULT_SAML_CALLBACK_LIMIT, stopSamlRuntime, type SamlRuntime } from './saml-flow.ts';
 import type { SamlVerifierOptions } from './saml-verifier.ts';
@@ -27,7 +28,7 @@ export function createSsoCapability(options: SsoCapabilityOptions = {}): Capabil
   return {
     name: 'sso',
     events: ssoEvents,
-    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, ssoMetadataRefreshRoutes(options), ssoSpKeyRoutes, samlRoutes],
+    routes: [ssoConfigurationRoutes(options), ssoTrustChangeRoutes, ssoMetadataRefreshRoutes(options), ssoSpKeyRoutes, samlRoutes, scimTokenRoutes],
     // SCIM tokens are this capability's: the SCIM routes ask for them through core's port.
     start: async (ctx) => {
       const scimTokens = await createScimTokenCache(ctx);

@@ -34,38 +34,74 @@ async function settingChanges(input: SsoConfigurationUpdate, metadataFetch: Meta
 
 /**
  * `trustChanges`: `apply` for an administrator's session, `propose` for an API key. Returns the SCIM
- * token if this update issued one, and the id of the trust change it left pending, if any.
+ * token if this update issued one, and the id of the trust change it left pending, if any. A token
+ * it replaces keeps working DEFAULT_SCIM_TOKEN_OVERLAP_SECONDS.
  */
 export async function updateSsoConfiguration(
   ctx: AppContext,
   context: CommandContext,
   input: { update: SsoConfigurationUpdate; metadataFetch: MetadataFetchOptions; trustChanges: 'apply' | 'propose' },
 ): Promise<{ scimBearerToken: string | null; proposedTrustChangeId: string | null }> {
-  const { update, metadataFetch } = input;
+  return decideUpdate(ctx, context, {
+    changes: await settingChanges(input.update, input.metadataFetch),
+    rotateScimToken: input.update.rotateScimToken ?? false,
+    trustChanges: input.trustChanges,
+    scimTokenOverlapSeconds: DEFAULT_SCIM_TOKEN_OVERLAP_SECONDS,
+  });
+}
+
+/** How long a replaced SCIM token keeps working unless the caller chooses: 1 h (the IdP administrator's time to paste the new one). */
+export const DEFAULT_SCIM_TOKEN_OVERLAP_SECONDS = 3600;
+
+/** Rotates the SCIM token (SCIM must be on); the old one works for `overlapSeconds` more. Returns the new token (shown once). */
+export async function rotateScimToken(ctx: AppContext, context: CommandContext, input: { overlapSeconds: number }): Promise<string> {
+  const { scimBearerToken } = await decideUpdate(ctx, context, { changes: {}, rotateScimToken: true, trustChanges: 'apply', scimTokenOverlapSeconds: input.overlapSeconds });
+  if (scimBearerToken === null) throw new Error('unreachable: a rotation with SCIM enabled issues a token');
+  return scimBearerToken;
+}
+
+async function decideUpdate(
+  ctx: AppContext,
+  context: CommandContext,
+  input: { changes: Partial<SsoSettings>; rotateScimToken: boolean; trustChanges: 'apply' | 'propose'; scimTokenOverlapSeconds: number },
+): Promise<{ scimBearerToken: string | null; proposedTrustChangeId: string | null }> {
   const employerId = employerOf(context);
   const candidate = newScimToken();
   const changeId = randomUUID();
   // The employer's first SP key pair comes with its first save; generating one costs tens of milliseconds, so only when none shows.
   const { spKeys } = await getSsoConfiguration(ctx.db.slonik, employerId);
   const candidateSpKey = spKeys.length === 0 ? await newSpKey(employerId, ctx.encryptionKey, new Date()) : null;
+  const now = Date.now();
   const { newEvents } = await handleCommand(ctx.commands, {
     streamName: ssoConfigurationStream(employerId),
     decider: ssoConfigurationDecider,
     command: {
       type: 'UpdateSsoConfiguration',
       employerId,
-      changes: await settingChanges(update, metadataFetch),
-      rotateScimToken: update.rotateScimToken ?? false,
+      changes: input.changes,
+      rotateScimToken: input.rotateScimToken,
       candidateScimToken: { tokenId: candidate.tokenId, tokenHash: candidate.tokenHash },
       candidateSpKey,
       trust: input.trustChanges === 'apply' ? { mode: 'apply' } : { mode: 'propose', changeId },
-      now: new Date().toISOString(),
+      scimTokenOverlapEndsAt: input.scimTokenOverlapSeconds === 0 ? null : new Date(now + input.scimTokenOverlapSeconds * 1000).toISOString(),
+      now: new Date(now).toISOString(),
     },
     context,
   });
   const issued = newEvents.some((event) => event.type === 'SsoConfigurationUpdated' && event.data.issuedScimToken?.tokenId === candidate.tokenId);
   const proposed = newEvents.some((event) => event.type === 'SsoTrustChangeProposed' && event.data.changeId === changeId);
   return { scimBearerToken: issued ? candidate.token : null, proposedTrustChangeId: proposed ? changeId : null };
+}
+
+/** The replaced SCIM token stops working now; nothing to do when none works. */
+export async function endScimTokenOverlap(ctx: AppContext, context: CommandContext): Promise<void> {
+  const employerId = employerOf(context);
+  await handleCommand(ctx.commands, {
+    streamName: ssoConfigurationStream(employerId),
+    decider: ssoConfigurationDecider,
+    command: { type: 'EndScimTokenOverlap', employerId, now: new Date().toISOString() },
+    context,
+  });
 }
 
 /** An administrator, in a session, puts the pending trust change `changeId` in effect (404 unless it is the pending one). */

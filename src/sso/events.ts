@@ -51,6 +51,14 @@ const ssoConfigurationUpdated = eventSchema('SsoConfigurationUpdated', z.object(
 }));
 
 /**
+ * A rotation kept the token it replaced working until `endsAt` (src/sso/scim-token.ts): the IdP
+ * provisions on with it until its administrator pastes the new one. A later overlap replaces this one.
+ */
+const scimTokenOverlapStarted = eventSchema('ScimTokenOverlapStarted', z.object({ employerId: z.string(), tokenId: z.string(), tokenHash: z.string(), endsAt: z.string() }));
+/** The replaced token stopped before its overlap's end: ended by an administrator, by SCIM turned off, or by a rotation without overlap. */
+const scimTokenOverlapEnded = eventSchema('ScimTokenOverlapEnded', z.object({ employerId: z.string(), tokenId: z.string() }));
+
+/**
  * Trust changes an API key asked for, not in effect: `changes` holds every pending value (an earlier
  * pending change's too, which this one replaces: `replacedChangeId`).
  */
@@ -183,6 +191,8 @@ const ssoConfigurationEvents = [
   samlMetadataRefreshFailed,
   samlCertificateExpiryWarned,
   samlSpKeyIssued,
+  scimTokenOverlapStarted,
+  scimTokenOverlapEnded,
 ] as const;
 export const ssoEvents = [...ssoConfigurationEvents, ...samlLoginEvents, samlLoginsRefused] as const;
 

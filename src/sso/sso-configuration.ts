@@ -1,6 +1,7 @@
 // The employer's SSO configuration aggregate: stream tenant-<employerId>.sso-<employerId>. SAML settings
 // and the SCIM switch are a partial update; the SCIM bearer token is issued when SCIM is first enabled
-// or on rotation, revoked on rotation or when SCIM is disabled. Only the token's SHA-256 hash is kept.
+// or on rotation, revoked on rotation or when SCIM is disabled; a rotation keeps the token it replaced
+// working for an overlap (ScimTokenOverlapStarted). Only the tokens' SHA-256 hashes are kept.
 //
 // SAML trust (SAML_TRUST_SETTINGS: whom a SAML response signs in) changes at once only for a caller
 // who may sign in as anyone already: an administrator's session. An API key's trust changes are
@@ -36,8 +37,11 @@ export type UpdateSsoConfiguration = {
   candidateSpKey: SpKeyRecord | null;
   /** `apply`: trust changes take effect (an admin's session); `propose`: they wait, as change `changeId` (an API key). */
   trust: { mode: 'apply' } | { mode: 'propose'; changeId: string };
+  /** Until when a token this command replaces keeps working; null: it stops at once. */
+  scimTokenOverlapEndsAt: string | null;
   now: string;
 };
+export type EndScimTokenOverlap = { type: 'EndScimTokenOverlap'; employerId: string; now: string };
 export type ConfirmSsoTrustChange = { type: 'ConfirmSsoTrustChange'; employerId: string; changeId: string };
 export type DiscardSsoTrustChange = { type: 'DiscardSsoTrustChange'; employerId: string; changeId: string };
 /** `reading`: what fetching `metadataUrl` (the URL in effect when it was read) gave. */
@@ -45,12 +49,16 @@ export type RefreshSamlMetadata = { type: 'RefreshSamlMetadata'; employerId: str
 /** A new SP key pair; the keys in use now keep working for `overlapMs` (0: replaced at once). */
 export type RotateSamlSpKey = { type: 'RotateSamlSpKey'; employerId: string; key: SpKeyRecord; overlapMs: number };
 export type WarnOfCertificateExpiry = { type: 'WarnOfCertificateExpiry'; employerId: string; now: string };
-export type SsoConfigurationCommand = UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry | RotateSamlSpKey;
+export type SsoConfigurationCommand =
+  | UpdateSsoConfiguration | ConfirmSsoTrustChange | DiscardSsoTrustChange | RefreshSamlMetadata | WarnOfCertificateExpiry | RotateSamlSpKey | EndScimTokenOverlap;
 
 export type PendingTrustChange = { changeId: string; changes: SamlTrustChanges };
+/** The token a rotation replaced, working until endsAt. */
+export type PreviousScimToken = { tokenId: string; endsAt: string };
 export type SsoConfigurationState = {
   settings: SsoSettings;
   scimToken: ScimTokenRecord | null;
+  previousScimToken: PreviousScimToken | null;
   pendingTrustChange: PendingTrustChange | null;
   /** Certificates the IdP's metadata stopped listing, trusted until their grace period ends. */
   retiringCertificates: RetiringCertificate[];
@@ -67,6 +75,12 @@ function withSettings(state: SsoConfigurationState, changes: Partial<SsoSettings
     retiringCertificates: changes.samlCertificates === undefined ? state.retiringCertificates : [],
     refreshFailing: changes.samlMetadataUrl === undefined ? state.refreshFailing : false,
   };
+}
+
+/** The replaced token, if it still works at `now`. */
+function previousTokenAt(state: SsoConfigurationState, now: string): PreviousScimToken | null {
+  const previous = state.previousScimToken;
+  return previous && Date.parse(previous.endsAt) > Date.parse(now) ? previous : null;
 }
 
 const isTrustSetting = (key: string): key is SamlTrustSetting => (SAML_TRUST_SETTINGS as readonly string[]).includes(key);
@@ -130,8 +144,24 @@ function decideUpdate(command: UpdateSsoConfiguration, state: SsoConfigurationSt
     });
   }
   if (state.spKeys.length === 0 && command.candidateSpKey) events.push({ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.candidateSpKey, retiring: [] } });
+  events.push(...decideScimTokenOverlap(command, state, { replaced: issue ? revokedScimTokenId : null, scimEnabled: next.scimEnabled }));
   if (command.trust.mode === 'propose' && Object.keys(requestedTrust).length > 0) events.push(...decideProposal(command, command.trust.changeId, requestedTrust, next, state.pendingTrustChange));
   return events;
+}
+
+/**
+ * A token replaced by a rotation keeps working for the overlap asked for (replacing an earlier
+ * overlap: at most one replaced token works). Without an overlap, or with SCIM turned off, a
+ * replaced token still working stops now.
+ */
+function decideScimTokenOverlap(command: UpdateSsoConfiguration, state: SsoConfigurationState, outcome: { replaced: string | null; scimEnabled: boolean }): SsoConfigurationEvent[] {
+  const { employerId, scimTokenOverlapEndsAt: endsAt } = command;
+  if (outcome.replaced && state.scimToken && endsAt !== null) {
+    return [{ type: 'ScimTokenOverlapStarted', data: { employerId, tokenId: state.scimToken.tokenId, tokenHash: state.scimToken.tokenHash, endsAt } }];
+  }
+  const previous = previousTokenAt(state, command.now);
+  if (previous && (outcome.replaced || !outcome.scimEnabled)) return [{ type: 'ScimTokenOverlapEnded', data: { employerId, tokenId: previous.tokenId } }];
+  return [];
 }
 
 /** The pending change after a key's request: the earlier pending values, then the request's, less what is in effect already. */
@@ -148,7 +178,7 @@ function decideProposal(command: UpdateSsoConfiguration, changeId: string, reque
 }
 
 export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfigurationEvent, SsoConfigurationState> = {
-  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [], spKeys: [] }),
+  initialState: () => ({ settings: DEFAULT_SSO_SETTINGS, scimToken: null, previousScimToken: null, pendingTrustChange: null, retiringCertificates: [], refreshFailing: false, expiryWarnings: [], spKeys: [] }),
   evolve: (state, event) => {
     switch (event.type) {
       case 'SsoConfigurationUpdated':
@@ -182,6 +212,10 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
         return { ...state, spKeys: keysAfterIssue(state.spKeys, event.data.key, event.data.retiring) };
       case 'SamlCertificateExpiryWarned':
         return { ...state, expiryWarnings: [...state.expiryWarnings, `${event.data.fingerprintSha256}:${event.data.daysBefore}`] };
+      case 'ScimTokenOverlapStarted':
+        return { ...state, previousScimToken: { tokenId: event.data.tokenId, endsAt: event.data.endsAt } };
+      case 'ScimTokenOverlapEnded':
+        return { ...state, previousScimToken: null };
     }
   },
   decide: (command, state) => {
@@ -206,6 +240,10 @@ export const ssoConfigurationDecider: Decider<SsoConfigurationCommand, SsoConfig
         const retiresAt = new Date(Date.parse(command.key.issuedAt) + command.overlapMs).toISOString();
         const retiring = state.spKeys.filter((key) => key.retiresAt === null).map((key) => ({ keyId: key.keyId, retiresAt }));
         return [{ type: 'SamlSpKeyIssued', data: { employerId: command.employerId, key: command.key, retiring } }];
+      }
+      case 'EndScimTokenOverlap': {
+        const previous = previousTokenAt(state, command.now);
+        return previous ? [{ type: 'ScimTokenOverlapEnded', data: { employerId: command.employerId, tokenId: previous.tokenId } }] : [];
       }
     }
   },

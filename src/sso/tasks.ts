@@ -116,6 +116,9 @@ function trustMail(event: RecordedEvent<SsoConfigurationEvent>, consoleUrl: stri
       return expiryMail(event.data, consoleUrl);
     // The service's own key: it changes nothing of whom SAML signs in (audited).
     case 'SamlSpKeyIssued':
+    // The administrator who rotated it sees the overlap in the console.
+    case 'ScimTokenOverlapStarted':
+    case 'ScimTokenOverlapEnded':
       return null;
   }
 }

@@ -17,6 +17,8 @@ export type DeliveryTarget = {
   data: Record<string, unknown>;
   url: string;
   sealedSecret: string;
+  /** The secret the last rotation replaced, while its overlap lasts (signs beside the new one); null otherwise. */
+  sealedPreviousSecret: string | null;
 };
 
 export async function attemptDelivery(
@@ -24,6 +26,7 @@ export async function attemptDelivery(
   target: DeliveryTarget,
 ): Promise<{ requestedAt: Date; result: WebhookAttemptResult }> {
   const secret = decryptSecret(target.sealedSecret, deps.encryptionKey, target.webhookId);
+  const previousSecret = target.sealedPreviousSecret === null ? null : decryptSecret(target.sealedPreviousSecret, deps.encryptionKey, target.webhookId);
   const requestedAt = new Date();
   const request = buildWebhookRequest({
     deliveryId: target.deliveryId,
@@ -33,6 +36,7 @@ export async function attemptDelivery(
     employerId: target.employerId,
     data: target.data,
     secret,
+    previousSecret,
     signedAt: requestedAt,
   });
   const result = await sendWebhookAttempt({ url: target.url, ...request, dispatcher: deps.dispatcher });

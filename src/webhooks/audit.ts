@@ -10,7 +10,13 @@ export const webhookAuditMappers: AuditMappers = {
   WebhookSubscriptionDeactivated: (event) => ({ action: 'webhook.deactivate', ...target(event.data), details: { reason: event.data.reason } }),
   WebhookSubscriptionActivated: (event) => ({ action: 'webhook.activate', ...target(event.data) }),
   WebhookSubscriptionDeleted: (event) => ({ action: 'webhook.delete', ...target(event.data) }),
-  WebhookSigningSecretRotated: (event) => ({ action: 'webhook.secret.rotate', ...target(event.data) }),
+  WebhookSigningSecretRotated: (event) => ({ action: 'webhook.secret.rotate', ...target(event.data), details: { overlapEndsAt: event.data.overlapEndsAt } }),
+  WebhookSecretOverlapEnded: (event) => ({ action: 'webhook.secret.overlap_end', ...target(event.data) }),
   WebhookPingRequested: (event) => ({ action: 'webhook.ping', ...target(event.data) }),
+  WebhookRecoveryRequested: (event) => ({
+    action: 'webhook.recover',
+    ...target(event.data),
+    details: { recoveryId: event.data.recoveryId, since: event.data.since },
+  }),
   WebhookRedeliveryRequested: (event) => ({ action: 'webhook.delivery.redeliver', ...target(event.data), details: { deliveryId: event.data.deliveryId } }),
 };

@@ -3,8 +3,10 @@
 import { webhooksProjection } from '../../projections/webhooks/projection.ts';
 import type { Capability } from '../capability.ts';
 import { webhookAuditMappers } from './audit.ts';
+import { DISABLED_MAIL_TASK, disabledMailTask } from './disabled-mail.ts';
 import { webhookEventMappings, type WebhookEventMappings } from './event-types.ts';
 import { webhookDeliveryRoutes } from './routes/deliveries.ts';
+import { webhookRecoveryRoutes } from './routes/recovery.ts';
 import { webhookSigningSecretRoutes } from './routes/signing-secret.ts';
 import { webhookSubscriptionRoutes } from './routes/subscriptions.ts';
 import { createWebhookRuntime, type WebhookRuntime } from './runtime.ts';
@@ -27,11 +29,15 @@ export function createWebhooksCapability(options: WebhooksCapabilityOptions = {}
   return {
     name: 'webhooks',
     events: webhookEvents,
-    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes, webhookDeliveryRoutes],
+    routes: [webhookSubscriptionRoutes, webhookSigningSecretRoutes, webhookDeliveryRoutes, webhookRecoveryRoutes],
     projections: [webhooksProjection],
     auditMappers: webhookAuditMappers,
-    consumers: [{ name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK }],
-    tasks: (ctx, lease, runtime) => webhookTasks(ctx, runtime, lease, mappings),
+    consumers: [
+      { name: 'webhooks-fan-out', eventTypes: Object.keys(mappings), task: FAN_OUT_TASK },
+      // The administrators hear of a subscription that deliveries disabled.
+      { name: 'webhook-disabled-mail', eventTypes: ['WebhookSubscriptionDeactivated'], task: DISABLED_MAIL_TASK },
+    ],
+    tasks: (ctx, lease, runtime) => ({ ...webhookTasks(ctx, runtime, lease, mappings), [DISABLED_MAIL_TASK]: disabledMailTask(ctx) }),
     start: async (ctx) => {
       const runtime = createWebhookRuntime(ctx, { ...(options.ca === undefined ? {} : { ca: options.ca }) });
       registerWebhookPayloads(ctx.openapi);

@@ -6,7 +6,7 @@ import { encryptSecret } from '../crypto/secret-box.ts';
 import { employerOf, handleCommand, type CommandContext } from '../event-store/command-handler.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { notFound } from '../http/errors.ts';
-import { cancelPendingDeliveries, requeueDelivery } from './deliveries.ts';
+import { cancelPendingDeliveries, requeueDelivery, startRecovery } from './deliveries.ts';
 import { findDeliveryStatus } from './delivery-log.ts';
 import { unknownWebhookEvents, WEBHOOK_EVENT_TYPES } from './event-types.ts';
 import { assertSafeTargetUrl, UnsafeTargetError } from '../net/safe-target.ts';
@@ -94,11 +94,29 @@ export async function deleteWebhook(ctx: AppContext, context: CommandContext, in
   await runWebhookCommand(ctx, context, input.webhookId, { type: 'DeleteWebhook' });
 }
 
-/** The new secret in clear, shown once. Attempts from now on, retries included, are signed with it. */
-export async function rotateSigningSecret(ctx: AppContext, context: CommandContext, input: { webhookId: string }): Promise<string> {
+/** How long the previous secret keeps signing after a rotation unless the caller chooses: 24 h; 7 days at most. */
+export const DEFAULT_SECRET_OVERLAP_SECONDS = 24 * 3600;
+export const MAX_SECRET_OVERLAP_SECONDS = 7 * 24 * 3600;
+
+/**
+ * The new secret in clear, shown once, and the overlap's end (null for overlapSeconds 0). Attempts
+ * from now on, retries included, are signed with it, and with the previous one until the overlap ends.
+ */
+export async function rotateSigningSecret(
+  ctx: AppContext,
+  context: CommandContext,
+  input: { webhookId: string; overlapSeconds: number },
+): Promise<{ signingSecret: string; overlapEndsAt: string | null }> {
   const { signingSecret, sealedSecret } = sealSecret(ctx, input.webhookId);
-  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RotateSigningSecret', sealedSecret });
-  return signingSecret;
+  const now = Date.now();
+  const overlapEndsAt = input.overlapSeconds === 0 ? null : new Date(now + input.overlapSeconds * 1000).toISOString();
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RotateSigningSecret', sealedSecret, overlapEndsAt, now: new Date(now).toISOString() });
+  return { signingSecret, overlapEndsAt };
+}
+
+/** Ends a rotation's overlap now: the previous secret signs nothing more. Nothing to do when none lasts. */
+export async function endSecretOverlap(ctx: AppContext, context: CommandContext, input: { webhookId: string }) {
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'EndSecretOverlap', now: new Date().toISOString() });
 }
 
 /** A test.ping through the queue (fan-out, retries, delivery log), unlike the direct POST .../test; a requested delivery. */
@@ -119,6 +137,17 @@ export async function redeliver(ctx: AppContext, context: CommandContext, input:
       throw new DomainError('conflict', 'DELIVERY_PENDING', 'The delivery is already pending again.');
     }
   });
+}
+
+/**
+ * Sends every failed delivery since `since` again (its original order, one at a time), after an
+ * outage. Returns the recovery's id and how many deliveries it took; recorded (and audited) first.
+ */
+export async function recoverDeliveries(ctx: AppContext, context: CommandContext, input: { webhookId: string; since: string }) {
+  const recoveryId = randomUUID();
+  await runWebhookCommand(ctx, context, input.webhookId, { type: 'RequestRecovery', recoveryId, since: input.since });
+  const total = await startRecovery(ctx.db.slonik, { recoveryId, employerId: employerOf(context), webhookId: input.webhookId, since: input.since });
+  return { recoveryId, total };
 }
 
 /** What the delivery worker records acts as the worker, caused by the delivery. */

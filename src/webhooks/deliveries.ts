@@ -4,6 +4,7 @@
 // first, so a stale or duplicate job does nothing.
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
+import { previousSecretInOverlap } from '../../projections/webhooks/queries.ts';
 import { handOverOldestTickets } from '../worker/admission.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers } from '../worker/lease.ts';
 import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
@@ -72,6 +73,7 @@ const claimedRow = z.object({
   series_start: z.number(),
   url: z.string(),
   sealed_secret: z.string(),
+  previous_sealed_secret: z.string().nullable(),
   failure_count: z.number(),
 });
 export type ClaimedAttempt = z.infer<typeof claimedRow>;
@@ -91,7 +93,8 @@ export async function claimAttempt(
     FROM webhook_subscriptions s
     WHERE d.delivery_id = ${input.deliveryId} AND s.id = d.webhook_id AND s.status = 'active'
       AND d.status = 'pending' AND d.attempts = ${input.attempt - 1} AND d.attempt_lease IS NULL
-    RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret, s.failure_count`);
+    RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret,
+      ${previousSecretInOverlap} AS previous_sealed_secret, s.failure_count`);
 }
 
 /** Gives up this process's claim on an attempt that failed before its end was recorded, so it can be claimed again. */
@@ -169,7 +172,7 @@ export async function finishAttempt(
   const nextRetryAt = result.ok ? null : input.nextRetryAt?.toISOString() ?? null;
   const outcome: DeliveryStatus = result.ok ? 'succeeded' : nextRetryAt === null ? 'failed' : 'pending';
   return pool.transaction(async (tx) => {
-    const ended = await tx.maybeOne(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES), employer_id: z.string() }))`
+    const ended = await tx.maybeOne(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES), employer_id: z.string(), recovery_id: z.string().nullable() }))`
       UPDATE webhook_deliveries
       SET attempts = ${attempt}, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
           last_status_code = ${result.statusCode}, last_error = ${result.error},
@@ -178,12 +181,80 @@ export async function finishAttempt(
           next_attempt_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN ${nextRetryAt}::timestamptz END,
           completed_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN NULL ELSE now() END
       WHERE delivery_id = ${deliveryId} AND attempt_lease = ${input.lease}
-      RETURNING status, employer_id`);
+      RETURNING status, employer_id, recovery_id`);
     const status = ended?.status ?? null;
     await insertAttemptLog(tx, { deliveryId, attempt, requestedAt: input.requestedAt, result, nextRetryAt: status === 'pending' ? nextRetryAt : null });
     if (ended?.status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt, employerJobArguments(ended.employer_id))}`);
+    // A recovery's deliveries go one at a time: this one's end starts the next.
+    if ((ended?.status === 'succeeded' || ended?.status === 'failed') && ended.recovery_id !== null) await queueNextRecovered(tx, deliveryId, ended.employer_id);
     return status;
   });
+}
+
+/**
+ * Recovery after an outage: the subscription's failed deliveries (of events, not direct tests)
+ * created since `since` become pending again with a fresh series of retries, numbered in the order
+ * they were created, and the first one's job is added. None is picked twice: once picked it is
+ * pending, then succeeded or failed anew. Returns how many were picked.
+ */
+export async function startRecovery(pool: DatabasePool, input: { recoveryId: string; employerId: string; webhookId: string; since: string }): Promise<number> {
+  return pool.transaction(async (tx) => {
+    const picked = await tx.anyFirst(sql.type(z.object({ delivery_id: z.string() }))`
+      SELECT delivery_id FROM webhook_deliveries
+      WHERE webhook_id = ${input.webhookId} AND employer_id = ${input.employerId} AND status = 'failed' AND trigger = 'event' AND created_at >= ${input.since}
+      ORDER BY created_at, delivery_id
+      FOR UPDATE`);
+    await tx.query(sql.unsafe`
+      INSERT INTO webhook_recoveries (recovery_id, employer_id, webhook_id, since, total)
+      VALUES (${input.recoveryId}, ${input.employerId}, ${input.webhookId}, ${input.since}, ${picked.length})`);
+    if (picked.length === 0) return 0;
+    await tx.query(sql.unsafe`
+      UPDATE webhook_deliveries d
+      SET status = 'pending', series_start = d.attempts, next_attempt_at = NULL, completed_at = NULL,
+          recovery_id = ${input.recoveryId}, recovery_position = p.position
+      FROM unnest(${sql.array(picked, 'uuid')}::uuid[]) WITH ORDINALITY AS p(delivery_id, position)
+      WHERE d.delivery_id = p.delivery_id`);
+    await tx.query(sql.unsafe`
+      SELECT ${addDeliveryJob(sql.fragment`d.delivery_id`, sql.fragment`d.attempts + 1`, sql.fragment`now()`, employerJobArguments(input.employerId))}
+      FROM webhook_deliveries d WHERE d.delivery_id = ${picked[0]!}`);
+    return picked.length;
+  });
+}
+
+/** Adds the job of the next pending delivery of the recovery `deliveryId` belongs to, if any is left. */
+async function queueNextRecovered(tx: CommonQueryMethods, deliveryId: string, employerId: string): Promise<void> {
+  await tx.query(sql.unsafe`
+    SELECT ${addDeliveryJob(sql.fragment`n.delivery_id`, sql.fragment`n.attempts + 1`, sql.fragment`now()`, employerJobArguments(employerId))}
+    FROM webhook_deliveries d
+    CROSS JOIN LATERAL (
+      SELECT delivery_id, attempts FROM webhook_deliveries
+      WHERE recovery_id = d.recovery_id AND recovery_position > d.recovery_position AND status = 'pending'
+      ORDER BY recovery_position LIMIT 1
+    ) n
+    WHERE d.delivery_id = ${deliveryId}`);
+}
+
+const recoveryProgress = z.object({
+  recovery_id: z.string(),
+  since: z.string(),
+  requested_at: z.string(),
+  total: z.number(),
+  succeeded: z.number(),
+  failed: z.number(),
+  pending: z.number(),
+  cancelled: z.number(),
+});
+
+/** A recovery's progress from its deliveries' statuses; null for an id of another subscription or none. */
+export async function findRecoveryProgress(pool: CommonQueryMethods, input: { employerId: string; webhookId: string; recoveryId: string }) {
+  if (!z.uuid().safeParse(input.recoveryId).success) return null;
+  return pool.maybeOne(sql.type(recoveryProgress)`
+    SELECT r.recovery_id, r.since, r.requested_at, r.total,
+           count(*) FILTER (WHERE d.status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE d.status = 'failed')::int AS failed,
+           count(*) FILTER (WHERE d.status = 'pending')::int AS pending, count(*) FILTER (WHERE d.status = 'cancelled')::int AS cancelled
+    FROM webhook_recoveries r LEFT JOIN webhook_deliveries d ON d.recovery_id = r.recovery_id
+    WHERE r.recovery_id = ${input.recoveryId} AND r.webhook_id = ${input.webhookId} AND r.employer_id = ${input.employerId}
+    GROUP BY r.recovery_id`);
 }
 
 async function insertAttemptLog(

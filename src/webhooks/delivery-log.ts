@@ -20,6 +20,7 @@ export const deliveryLogEntry = z
     eventId: z.string().nullable().meta({ description: 'The domain event delivered; null for a direct test.' }),
     event: z.string(),
     trigger: z.enum(['event', 'test']).meta({ description: 'event: a committed event through the queue; test: POST .../test.' }),
+    recoveryId: z.string().nullable().meta({ description: 'The last recovery (POST .../recover) that sent it again; filter by it to follow its progress.' }),
     status: z.enum(DELIVERY_STATUSES),
     attemptCount: z.number().int(),
     nextAttemptAt: z.string().nullable(),
@@ -43,6 +44,7 @@ export type DeliveryLogEntry = z.infer<typeof deliveryLogEntry>;
 export const deliveryFilters = pageQuery({ default: 20, max: 100 }).extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
   event: z.string().max(CODE_MAX).optional(),
+  recoveryId: z.uuid().max(36).optional(),
 });
 
 const deliveryRow = z.object({
@@ -51,6 +53,7 @@ const deliveryRow = z.object({
   event_id: z.string().nullable(),
   event_type: z.string(),
   trigger: z.enum(['event', 'test']),
+  recovery_id: z.string().nullable(),
   status: z.enum(DELIVERY_STATUSES),
   attempts: z.number(),
   next_attempt_at: z.string().nullable(),
@@ -80,9 +83,10 @@ export async function listDeliveries(
   const conditions = [sql.fragment`employer_id = ${employerId}`, sql.fragment`webhook_id = ${webhookId}`];
   if (filters.status) conditions.push(sql.fragment`status = ${filters.status}`);
   if (filters.event) conditions.push(sql.fragment`event_type = ${filters.event}`);
+  if (filters.recoveryId) conditions.push(sql.fragment`recovery_id = ${filters.recoveryId}`);
   if (filters.after) conditions.push(sql.fragment`(created_at, delivery_id) < (${filters.after.at}::timestamptz, ${filters.after.id}::uuid)`);
   const rows = await pool.any(sql.type(deliveryRow)`
-    SELECT delivery_id, webhook_id, event_id, event_type, trigger, status, attempts, next_attempt_at, created_at, completed_at, created_at::text AS cursor_at
+    SELECT delivery_id, webhook_id, event_id, event_type, trigger, recovery_id, status, attempts, next_attempt_at, created_at, completed_at, created_at::text AS cursor_at
     FROM webhook_deliveries WHERE ${sql.join(conditions, sql.fragment` AND `)}
     ORDER BY created_at DESC, delivery_id DESC LIMIT ${filters.limit + 1}`);
   const { page, next } = pageOf(rows, filters.limit, (row) => ({ at: row.cursor_at, id: row.delivery_id }));
@@ -97,6 +101,7 @@ export async function listDeliveries(
     eventId: row.event_id,
     event: row.event_type,
     trigger: row.trigger,
+    recoveryId: row.recovery_id,
     status: row.status,
     attemptCount: row.attempts,
     nextAttemptAt: row.next_attempt_at,

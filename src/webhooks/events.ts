@@ -41,13 +41,25 @@ const webhookSubscriptionDeactivated = eventSchema(
 /** Re-activation also resets failureCount. */
 const webhookSubscriptionActivated = eventSchema('WebhookSubscriptionActivated', z.object({ webhookId: z.string() }));
 const webhookSubscriptionDeleted = eventSchema('WebhookSubscriptionDeleted', z.object({ webhookId: z.string() }));
-const webhookSigningSecretRotated = eventSchema('WebhookSigningSecretRotated', z.object({ webhookId: z.string(), sealedSecret: z.string() }));
+/**
+ * Version 2: `overlapEndsAt`, until when the previous secret still signs deliveries beside the new one
+ * (src/webhooks/signing.ts); null for a replacement at once, as every version 1 rotation was.
+ */
+const webhookSigningSecretRotated = eventSchema(
+  'WebhookSigningSecretRotated',
+  z.object({ webhookId: z.string(), sealedSecret: z.string(), overlapEndsAt: z.string().nullable() }),
+  { version: 2, upcasters: { 1: (data) => ({ ...data, overlapEndsAt: null }) } },
+);
+/** An administrator ended a rotation's overlap before its end: the previous secret signs nothing more. */
+const webhookSecretOverlapEnded = eventSchema('WebhookSecretOverlapEnded', z.object({ webhookId: z.string() }));
 /** A delivery's final attempt failed. */
 const webhookDeliveryExhausted = eventSchema('WebhookDeliveryExhausted', z.object({ webhookId: z.string(), deliveryId: z.string(), failureCount: z.number().int() }));
 /** A delivery succeeded after earlier exhausted ones. */
 const webhookFailureCountReset = eventSchema('WebhookFailureCountReset', z.object({ webhookId: z.string(), deliveryId: z.string() }));
 const webhookPingRequested = eventSchema('WebhookPingRequested', z.object({ webhookId: z.string() }));
 const webhookRedeliveryRequested = eventSchema('WebhookRedeliveryRequested', z.object({ webhookId: z.string(), deliveryId: z.string() }));
+/** Every failed delivery since `since` is to be sent again, in order, one at a time (src/webhooks/deliveries.ts startRecovery). */
+const webhookRecoveryRequested = eventSchema('WebhookRecoveryRequested', z.object({ webhookId: z.string(), recoveryId: z.string(), since: z.string() }));
 
 export const webhookEvents = [
   webhookSubscriptionCreated,
@@ -56,10 +68,12 @@ export const webhookEvents = [
   webhookSubscriptionActivated,
   webhookSubscriptionDeleted,
   webhookSigningSecretRotated,
+  webhookSecretOverlapEnded,
   webhookDeliveryExhausted,
   webhookFailureCountReset,
   webhookPingRequested,
   webhookRedeliveryRequested,
+  webhookRecoveryRequested,
 ] as const;
 
 export type WebhookEvent = EventOf<(typeof webhookEvents)[number]>;

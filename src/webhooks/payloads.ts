@@ -94,7 +94,8 @@ export function registerWebhookPayloads(registry: OpenAPIRegistry): void {
       summary: `${event} delivery`,
       description:
         'POSTed to every active subscription of the employer listing this event type. Signed: `x-webhook-signature: sha256=<hex HMAC-SHA256 of the raw body>` ' +
-        'keyed with the subscription\'s signing secret, plus Standard Webhooks headers. Answer 2xx to acknowledge.',
+        'keyed with the subscription\'s signing secret, plus Standard Webhooks headers. While a secret rotation\'s overlap lasts, x-webhook-signature is keyed with the ' +
+        'previous secret, `x-webhook-signature-next` with the new one, and webhook-signature carries both (POST .../rotate-secret). Answer 2xx to acknowledge.',
       tags: ['Webhooks'],
       request: { body: { content: { 'application/json': { schema: body } } } },
       responses: { 200: { description: 'Any 2xx acknowledges the delivery; anything else is retried.' } },

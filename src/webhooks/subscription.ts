@@ -12,9 +12,12 @@ export type WebhookCommand =
   | ({ type: 'CreateWebhook'; webhookId: string; sealedSecret: string; now: string } & WebhookSettings)
   | { type: 'UpdateWebhook'; changes: Partial<WebhookSettings>; status?: WebhookStatus }
   | { type: 'DeleteWebhook' }
-  | { type: 'RotateSigningSecret'; sealedSecret: string }
+  /** overlapEndsAt: until when the previous secret signs beside the new one; null replaces it at once. */
+  | { type: 'RotateSigningSecret'; sealedSecret: string; overlapEndsAt: string | null; now: string }
+  | { type: 'EndSecretOverlap'; now: string }
   | { type: 'RequestPing' }
   | { type: 'RequestRedelivery'; deliveryId: string }
+  | { type: 'RequestRecovery'; recoveryId: string; since: string }
   // From the delivery worker. Each is idempotent per delivery id: a worker that crashed after
   // recording one and re-runs the attempt records nothing twice.
   | { type: 'RecordDeliveryExhausted'; deliveryId: string }
@@ -34,6 +37,8 @@ export type WebhookState =
       failureCount: number;
       /** Deliveries counted in failureCount (reset with it), so counting one twice is impossible. */
       exhaustedDeliveryIds: string[];
+      /** The last rotation's overlap end (past or future); null when none or ended early. */
+      secretOverlapEndsAt: string | null;
     };
 
 const notFound = () => new DomainError('not_found', 'NOT_FOUND', 'Webhook subscription was not found.');
@@ -44,7 +49,7 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
   evolve: (state, event) => {
     if (event.type === 'WebhookSubscriptionCreated') {
       const { webhookId, url, events, description, maxFailures } = event.data;
-      return { status: 'active', webhookId, url, events, description, maxFailures, failureCount: 0, exhaustedDeliveryIds: [] };
+      return { status: 'active', webhookId, url, events, description, maxFailures, failureCount: 0, exhaustedDeliveryIds: [], secretOverlapEndsAt: null };
     }
     if (state.status === 'absent' || state.status === 'deleted') return state;
     switch (event.type) {
@@ -60,6 +65,10 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
         return { ...state, failureCount: event.data.failureCount, exhaustedDeliveryIds: [...state.exhaustedDeliveryIds, event.data.deliveryId] };
       case 'WebhookFailureCountReset':
         return { ...state, failureCount: 0, exhaustedDeliveryIds: [] };
+      case 'WebhookSigningSecretRotated':
+        return { ...state, secretOverlapEndsAt: event.data.overlapEndsAt };
+      case 'WebhookSecretOverlapEnded':
+        return { ...state, secretOverlapEndsAt: null };
       default:
         return state;
     }
@@ -89,13 +98,22 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
       case 'DeleteWebhook':
         return [{ type: 'WebhookSubscriptionDeleted', data: { webhookId } }];
       case 'RotateSigningSecret':
-        return [{ type: 'WebhookSigningSecretRotated', data: { webhookId, sealedSecret: command.sealedSecret } }];
+        // A third secret would leave receivers of the oldest one failing: one overlap at a time.
+        if (inOverlap(state, command.now)) {
+          throw new DomainError('conflict', 'SECRET_OVERLAP_ACTIVE', `The previous rotation's overlap runs until ${state.secretOverlapEndsAt}; end it first (POST .../end-secret-overlap).`);
+        }
+        return [{ type: 'WebhookSigningSecretRotated', data: { webhookId, sealedSecret: command.sealedSecret, overlapEndsAt: command.overlapEndsAt } }];
+      case 'EndSecretOverlap':
+        return inOverlap(state, command.now) ? [{ type: 'WebhookSecretOverlapEnded', data: { webhookId } }] : [];
       case 'RequestPing':
         if (state.status !== 'active') throw inactive();
         return [{ type: 'WebhookPingRequested', data: { webhookId } }];
       case 'RequestRedelivery':
         if (state.status !== 'active') throw inactive();
         return [{ type: 'WebhookRedeliveryRequested', data: { webhookId, deliveryId: command.deliveryId } }];
+      case 'RequestRecovery':
+        if (state.status !== 'active') throw inactive();
+        return [{ type: 'WebhookRecoveryRequested', data: { webhookId, recoveryId: command.recoveryId, since: command.since } }];
       case 'RecordDeliveryExhausted': {
         if (state.exhaustedDeliveryIds.includes(command.deliveryId)) return [];
         const failureCount = state.failureCount + 1;
@@ -112,6 +130,9 @@ export const webhookDecider: Decider<WebhookCommand, WebhookEvent, WebhookState>
     }
   },
 };
+
+const inOverlap = (state: { secretOverlapEndsAt: string | null }, now: string) =>
+  state.secretOverlapEndsAt !== null && Date.parse(state.secretOverlapEndsAt) > Date.parse(now);
 
 function changedSettings(current: WebhookSettings, requested: Partial<WebhookSettings>): Partial<WebhookSettings> {
   const changes: Partial<WebhookSettings> = {};

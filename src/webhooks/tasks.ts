@@ -94,6 +94,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, processLe
       data: claimed.data,
       url: claimed.url,
       sealedSecret: claimed.sealed_secret,
+      sealedPreviousSecret: claimed.previous_sealed_secret,
     };
     // Preparing the request can fail too (a secret sealed under another ENCRYPTION_KEY): that is a
     // failed attempt like any other, logged and retried on the schedule, so the delivery ends.

@@ -65,4 +65,28 @@ describe('API key decider', () => {
     given([]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
     given([]).when({ type: 'SuspendApiKey' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });
+
+  it('changes only the settings that differ, refusing a past expiry', () => {
+    given([created]).when({ type: 'ChangeApiKeySettings', changes: { scopes: ['cohort:write'], rateLimitPerMinute: 10 }, now: NOW })
+      .then([{ type: 'ApiKeySettingsChanged', data: { keyId: 'key_1', changes: { rateLimitPerMinute: 10 } } }]);
+    given([created]).when({ type: 'ChangeApiKeySettings', changes: { allowedIpCidrs: ['203.0.113.0/24'] }, now: NOW }).then([]);
+    given([created]).when({ type: 'ChangeApiKeySettings', changes: { expiresAt: NOW }, now: NOW }).thenThrows({ kind: 'invalid', code: 'VALIDATION_ERROR' });
+  });
+
+  it('rolls a key once; a rolled key past its overlap is revoked for changes', () => {
+    const rolled = { type: 'ApiKeyRolled', data: { keyId: 'key_1', successorKeyId: 'key_2', revokesAt: '2026-03-02T12:00:00.000Z' } } as const;
+    given([created]).when({ type: 'RollApiKey', successorKeyId: 'key_2', revokesAt: '2026-03-02T12:00:00.000Z', now: NOW }).then([rolled]);
+    given([created, rolled]).when({ type: 'RollApiKey', successorKeyId: 'key_3', revokesAt: '2026-03-02T12:00:00.000Z', now: NOW })
+      .thenThrows({ kind: 'conflict', code: 'API_KEY_ROLLED' });
+    given([created, rolled]).when({ type: 'ChangeApiKeySettings', changes: { rateLimitPerMinute: 5 }, now: '2026-03-02T12:00:00.000Z' })
+      .thenThrows({ kind: 'conflict', code: 'API_KEY_REVOKED' });
+    given([created, rolled]).when({ type: 'RevokeApiKey', reason: 'admin', now: NOW })
+      .then([{ type: 'ApiKeyRevoked', data: { keyId: 'key_1', reason: 'admin', revokedAt: NOW } }]);
+  });
+
+  it('refuses to roll an expired key', () => {
+    given([{ ...created, data: { ...createdData, expiresAt: NOW } }])
+      .when({ type: 'RollApiKey', successorKeyId: 'key_2', revokesAt: '2026-03-02T12:00:00.000Z', now: NOW })
+      .thenThrows({ kind: 'conflict', code: 'API_KEY_EXPIRED' });
+  });
 });

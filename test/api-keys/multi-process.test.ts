@@ -53,6 +53,29 @@ describe('API keys across two server processes', () => {
     expect(await eventually(async () => (await codeOf(await probe(second, rawKey))) === 'OK', 1000)).toBe(true);
   });
 
+  it('a scope removed by PATCH in one process is refused by the other within 1 second', async () => {
+    const { rawKey, id } = await createApiKey(first, tenant, { scopes: [PROBE_SCOPE, 'fhir:read'] });
+    expect((await probe(second, rawKey)).status).toBe(200); // the second process has it cached
+    await fetch(`${first.url}/api/employer/api-keys/${id}`, {
+      method: 'PATCH', headers: { ...first.sessionHeaders(tenant.cookie), 'content-type': 'application/json' }, body: JSON.stringify({ scopes: ['fhir:read'] }),
+    });
+    expect(await eventually(async () => (await codeOf(await probe(second, rawKey))) === 'INSUFFICIENT_SCOPE', 1000)).toBe(true);
+  });
+
+  it('a roll in one process reaches the other within 1 second: the old key ends with its overlap there too', async () => {
+    const { rawKey, id } = await createApiKey(first, tenant, { scopes: [PROBE_SCOPE] });
+    expect((await probe(second, rawKey)).status).toBe(200);
+    const start = clock.now();
+    try {
+      await fetch(`${first.url}/api/employer/api-keys/${id}/roll`, {
+        method: 'POST', headers: { ...first.sessionHeaders(tenant.cookie), 'content-type': 'application/json' }, body: JSON.stringify({ overlapSeconds: 0 }),
+      });
+      expect(await eventually(async () => (await codeOf(await probe(second, rawKey))) === 'API_KEY_REVOKED', 1000)).toBe(true);
+    } finally {
+      clock.set(start);
+    }
+  });
+
   it('a small limit holds exactly across two processes', async () => {
     const { rawKey } = await createApiKey(first, tenant, { scopes: [PROBE_SCOPE], rateLimitPerMinute: 10 });
     const statuses: number[] = [];

@@ -161,11 +161,13 @@ describe('SCIM service', () => {
     expect((await a.scim.request('GET', `/Groups/${groupOfA}`)).body).toMatchObject({ displayName: 'A team', members: [{ value: userOfA }] });
   });
 
-  it('rotating the token makes the old one fail at once; disabling SCIM makes the new one fail', async () => {
+  it('rotating the token keeps the old one working until its overlap is ended; disabling SCIM makes the new one fail', async () => {
     const tenant = await scimTenant(service);
     expect((await tenant.scim.request('GET', '/Users')).status).toBe(200);
     const rotated = await enableScim(service, tenant, { rotateScimToken: true });
     expect(rotated).not.toBe(tenant.token);
+    expect((await tenant.scim.request('GET', '/Users')).status).toBe(200);
+    await fetch(`${service.url}/api/employer/sso/scim-token/end-overlap`, { method: 'POST', headers: service.sessionHeaders(tenant.cookie) });
     expect((await tenant.scim.request('GET', '/Users')).status).toBe(401);
     const fresh = scimClient(service, rotated);
     expect((await fresh.request('GET', '/Users')).status).toBe(200);

@@ -71,6 +71,11 @@ const EXAMPLES: Record<string, (ids: Ids) => Example> = {
   'PATCH /api/employer/api-keys/{keyId}': () => ({ body: { name: 'renamed by the matrix' } }),
   'PATCH /api/employer/webhooks/{webhookId}': () => ({ body: { description: 'patched by the matrix' } }),
   'POST /api/employer/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': () => ({ fresh: 'deliveryId' }),
+  // A key is rolled once: each allowed caller rolls a fresh one.
+  'POST /api/employer/api-keys/{keyId}/roll': () => ({ body: { overlapSeconds: 60 }, fresh: 'keyId' }),
+  // Without an overlap, so that every allowed caller may rotate again.
+  'POST /api/employer/webhooks/{webhookId}/rotate-secret': () => ({ body: { overlapSeconds: 0 } }),
+  'POST /api/employer/webhooks/{webhookId}/recover': () => ({ body: { since: '2026-01-01T00:00:00Z' } }),
   'POST /api/employer/authorizations/{authorizationId}/review': () => ({ body: { decision: 'approved' }, fresh: 'authorizationId' }),
   'POST /api/employer/sso/trust-changes/{changeId}/confirm': () => ({ fresh: 'changeId' }),
   'PUT /api/fhir/{resourceType}/{id}': (ids) => ({ body: ids.otherPatientResource, headers: { 'content-type': 'application/fhir+json' } }),
@@ -148,6 +153,7 @@ type Ids = {
   scimGroupId: string;
   domain: string;
   clientId: string;
+  recoveryId: string;
 };
 
 const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
@@ -291,7 +297,8 @@ describe('the authorization matrix', () => {
       return status.status === 200 && ((await status.json()) as { output: Array<{ url: string }> });
     });
     const simulation = await a.admin.post('/api/employer/simulations', { months: 3, adoptionRate: 0.5, baselineMonthlyCostMinor: 1000, taperedMonthlyCostMinor: 500, currency: 'EUR' });
-    const scim: ScimClient = scimClient(service, a.scimToken);
+    // Read at each use: rotating the SCIM token is among the operations tried (renewSessions renews it).
+    const scim: Pick<ScimClient, 'request'> = { request: (...args) => scimClient(service, a.scimToken).request(...args) };
     const scimUser = async () => String((await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: `scim.${randomUUID()}@example.test` })).body.id);
     const scimUserId = await scimUser();
     const scimGroup = async () => String((await scim.request('POST', '/Groups', { schemas: [GROUP_SCHEMA], displayName: `Group ${randomUUID()}`, members: [{ value: scimUserId }] })).body.id);
@@ -338,6 +345,7 @@ describe('the authorization matrix', () => {
       scimGroupId: await scimGroup(),
       domain: await domainClaim(),
       clientId: (await registerSmartClient(service, a.tenant)).clientId,
+      recoveryId: String((await a.admin.post(`/api/employer/webhooks/${webhookId}/recover`, { since: '2026-01-01T00:00:00Z' })).body.recoveryId),
     };
     tenantSecrets = [ids.employerId, ids.keyId, ids.webhookId, ids.deliveryId, ids.cohortId, ids.ownPatientId, ids.otherPatientId, ids.ownObservationId, ids.otherObservationId,
       ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId, ids.clientId];
@@ -389,6 +397,12 @@ describe('the authorization matrix', () => {
       for (const session of sessionCallers) {
         const check = await fetch(`${service.url}/api/auth/session`, { headers: { cookie: session.cookie() } });
         if (check.status === 401) await session.renew();
+      }
+      // The SCIM token operations replace each tenant's token: a stopped one is replaced for the next operations.
+      for (const credentials of [a, b]) {
+        if ((await scimClient(service, credentials.scimToken).request('GET', '/ServiceProviderConfig')).status !== 401) continue;
+        const cookie = await service.signIn(credentials.tenant.employerId, credentials.tenant.adminUserId);
+        credentials.scimToken = await enableScim(service, { cookie }, { rotateScimToken: true });
       }
     };
 

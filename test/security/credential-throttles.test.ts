@@ -17,7 +17,7 @@ import { DEFAULT_SCIM_RATE_LIMITS } from '../../src/scim/rate-limit.ts';
 import { testClock } from '../api-keys/key-service.ts';
 import { createApiKey, keyHeaders, PROBE_SCOPE, probeCapability } from '../support/api-keys.ts';
 import { startTestService, type TestService } from '../support/service.ts';
-import { enableScim, scimClient, scimTenant } from '../scim/scim-client.ts';
+import { scimClient, scimTenant } from '../scim/scim-client.ts';
 import { waitUntil } from '../webhooks/helpers.ts';
 
 const clock = testClock();
@@ -101,7 +101,10 @@ describe('SCIM tokens: bad tokens slow down bad tokens only', () => {
     expect((await b.scim.request('GET', '/Users', undefined, from(address))).status).toBe(200);
 
     // A token issued after the throttle began is current at once; the one it replaced is a guess now.
-    const rotated = await enableScim(service, a, { rotateScimToken: true });
+    const rotation = await fetch(`${service.url}/api/employer/sso/scim-token/rotate`, {
+      method: 'POST', headers: { ...service.sessionHeaders(a.cookie), 'content-type': 'application/json' }, body: JSON.stringify({ overlapSeconds: 0 }),
+    });
+    const rotated = ((await rotation.json()) as { scimBearerToken: string }).scimBearerToken;
     expect((await scimClient(service, rotated).request('GET', '/Users', undefined, from(address))).status).toBe(200);
     expect((await a.scim.request('GET', '/Users', undefined, from(address))).status).toBe(429);
     expect((await fetch(`${service.url}/api/scim/v2/Users`, { headers: from(address) })).status).toBe(429);

@@ -196,7 +196,7 @@ describe('SCIM bearer token', () => {
     expect(JSON.parse(text)).toMatchObject({ scimTokenExists: true });
   });
 
-  it('is replaced on rotation: the old token fails at once, the new one works', async () => {
+  it('is replaced on rotation: the new one works, the old one for the default overlap of 1 h until it is ended', async () => {
     const tenant = await service.createTenant();
     const first = String((await postSso(service, tenant, { scimEnabled: true })).body.scimBearerToken);
     const rotatedAtBefore = (await getSso(service, tenant)).body.scimTokenRotatedAt as string;
@@ -204,9 +204,14 @@ describe('SCIM bearer token', () => {
     const second = String(rotated.body.scimBearerToken);
     expect(second).toMatch(/^scim_/);
     expect(second).not.toBe(first);
+    expect(await service.ctx.auth.scimTokens.ownerOf(second)).toMatchObject({ employerId: tenant.employerId });
+    expect(await service.ctx.auth.scimTokens.ownerOf(first)).toMatchObject({ employerId: tenant.employerId });
+    expect(Date.parse(rotated.body.scimTokenRotatedAt as string)).toBeGreaterThanOrEqual(Date.parse(rotatedAtBefore));
+    const status = await fetch(`${service.url}/api/employer/sso/scim-token`, { headers: service.sessionHeaders(tenant.cookie) });
+    expect(Date.parse(((await status.json()) as { previousTokenValidUntil: string }).previousTokenValidUntil) - Date.now()).toBeGreaterThan(3500_000);
+    await fetch(`${service.url}/api/employer/sso/scim-token/end-overlap`, { method: 'POST', headers: service.sessionHeaders(tenant.cookie) });
     expect(await service.ctx.auth.scimTokens.ownerOf(first)).toBeNull();
     expect(await service.ctx.auth.scimTokens.ownerOf(second)).toMatchObject({ employerId: tenant.employerId });
-    expect(Date.parse(rotated.body.scimTokenRotatedAt as string)).toBeGreaterThanOrEqual(Date.parse(rotatedAtBefore));
   });
 
   it('stops working when SCIM is disabled; enabling again issues a new one', async () => {
@@ -273,6 +278,7 @@ describe('tenant isolation', () => {
     expect(await service.ctx.auth.scimTokens.ownerOf(tokenB)).toMatchObject({ employerId: b.employerId });
 
     await postSso(service, b, { rotateScimToken: true });
+    await fetch(`${service.url}/api/employer/sso/scim-token/end-overlap`, { method: 'POST', headers: service.sessionHeaders(b.cookie) });
     expect(await service.ctx.auth.scimTokens.ownerOf(tokenA)).toMatchObject({ employerId: a.employerId });
     expect(await service.ctx.auth.scimTokens.ownerOf(tokenB)).toBeNull();
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SsoConfigurationUpdated, SsoTrustChangeConfirmed, SsoTrustChangeDiscarded, SsoTrustChangeProposed } from '../../src/sso/events.ts';
+import type { SsoConfigurationEvent, SsoConfigurationUpdated, SsoTrustChangeConfirmed, SsoTrustChangeDiscarded, SsoTrustChangeProposed } from '../../src/sso/events.ts';
 import { ssoConfigurationDecider, type UpdateSsoConfiguration } from '../../src/sso/sso-configuration.ts';
 import { deciderSpec } from '../support/decider.ts';
 
@@ -16,6 +16,7 @@ const update = (changes: UpdateSsoConfiguration['changes'], rotateScimToken = fa
   candidateScimToken: CANDIDATE,
   candidateSpKey: null,
   trust: { mode: 'apply' },
+  scimTokenOverlapEndsAt: null,
   now: NOW,
 });
 /** The same update from an API key: trust changes are proposed as change `changeId`. */
@@ -133,5 +134,32 @@ describe('confirming and discarding the pending trust change', () => {
   it('discards the pending change, changing nothing in effect', () => {
     given([samlReady, pending]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).then([discarded('chg-1')]);
     given([samlReady, pending, discarded('chg-1')]).when({ type: 'DiscardSsoTrustChange', employerId: EMPLOYER, changeId: 'chg-1' }).thenThrows({ kind: 'not_found', code: 'TRUST_CHANGE_NOT_PENDING' });
+  });
+});
+
+describe('SCIM token rotation with an overlap', () => {
+  const ENDS = '2026-03-01T11:00:00.000Z';
+  const rotateWithOverlap = (endsAt: string | null = ENDS): UpdateSsoConfiguration => ({ ...update({}, true), scimTokenOverlapEndsAt: endsAt });
+  const rotatedAway = updated({ issuedScimToken: { ...CANDIDATE, issuedAt: NOW }, revokedScimTokenId: 'tok-1' });
+  const overlapStarted: SsoConfigurationEvent = { type: 'ScimTokenOverlapStarted', data: { employerId: EMPLOYER, tokenId: 'tok-1', tokenHash: 'hash-1', endsAt: ENDS } };
+  const overlapEnded: SsoConfigurationEvent = { type: 'ScimTokenOverlapEnded', data: { employerId: EMPLOYER, tokenId: 'tok-1' } };
+
+  it('keeps the replaced token working until the overlap ends', () => given([scimOn]).when(rotateWithOverlap()).then([rotatedAway, overlapStarted]));
+
+  it('ends an overlap early, only while it lasts', () => {
+    given([scimOn, rotatedAway, overlapStarted]).when({ type: 'EndScimTokenOverlap', employerId: EMPLOYER, now: NOW }).then([overlapEnded]);
+    given([scimOn, rotatedAway, overlapStarted]).when({ type: 'EndScimTokenOverlap', employerId: EMPLOYER, now: ENDS }).then([]);
+    given([scimOn]).when({ type: 'EndScimTokenOverlap', employerId: EMPLOYER, now: NOW }).then([]);
+  });
+
+  it('stops the replaced token when SCIM is turned off or a rotation asks for no overlap', () => {
+    given([scimOn, rotatedAway, overlapStarted]).when(update({ scimEnabled: false })).then([
+      updated({ changes: { scimEnabled: false }, revokedScimTokenId: CANDIDATE.tokenId }),
+      overlapEnded,
+    ]);
+    given([scimOn, rotatedAway, overlapStarted]).when({ ...rotateWithOverlap(null), candidateScimToken: { tokenId: 'tok-3', tokenHash: 'hash-3' } }).then([
+      updated({ issuedScimToken: { tokenId: 'tok-3', tokenHash: 'hash-3', issuedAt: NOW }, revokedScimTokenId: CANDIDATE.tokenId }),
+      overlapEnded,
+    ]);
   });
 });

@@ -226,10 +226,10 @@ describe('stopping and redelivering', () => {
     expect((await api.post(`/api/employer/webhooks/${id}/deliveries/not-a-uuid/redeliver`)).status).toBe(404);
   });
 
-  it('signs with the new secret after rotation', async () => {
+  it('signs with the new secret alone after a rotation without overlap', async () => {
     const { api } = await tenantWithApi();
     const { id, secret } = await subscribe(api, `${receiver.url}/rotated`);
-    const rotated = await api.post(`/api/employer/webhooks/${id}/rotate-secret`);
+    const rotated = await api.post(`/api/employer/webhooks/${id}/rotate-secret`, { overlapSeconds: 0 });
     expect(rotated.status).toBe(200);
     expect(rotated.body.signingSecret).toMatch(/^whsec_/);
     expect(rotated.body.signingSecret).not.toBe(secret);

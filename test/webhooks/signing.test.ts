@@ -77,3 +77,30 @@ describe('buildWebhookRequest', () => {
     expect(() => buildWebhookRequest({ ...input, secret: 'plain-secret' })).toThrow(/whsec_/);
   });
 });
+
+describe('buildWebhookRequest during a rotation\'s overlap', () => {
+  const previous = generateSigningSecret();
+  const next = generateSigningSecret();
+  const { body, headers } = buildWebhookRequest({ ...input, secret: next, previousSecret: previous, signedAt: new Date() });
+
+  it('keeps x-webhook-signature signed with the previous secret and adds x-webhook-signature-next with the new one', async () => {
+    expect(await verify(previous, body, headers['x-webhook-signature']!)).toBe(true);
+    expect(await verify(next, body, headers['x-webhook-signature']!)).toBe(false);
+    expect(await verify(next, body, headers['x-webhook-signature-next']!)).toBe(true);
+  });
+
+  it('carries both v1 signatures in webhook-signature, so either secret verifies', () => {
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
+    expect(new Webhook(previous).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(new Webhook(next).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(generateSigningSecret()).verify(body, headers)).toThrow();
+  });
+
+  it('signs with the new secret alone without a previous one', async () => {
+    const after = buildWebhookRequest({ ...input, secret: next, previousSecret: null });
+    expect(after.headers).not.toHaveProperty('x-webhook-signature-next');
+    expect(await verify(next, after.body, after.headers['x-webhook-signature']!)).toBe(true);
+    expect(() => new Webhook(previous).verify(after.body, after.headers)).toThrow();
+  });
+});
+

@@ -54,6 +54,9 @@ describe('webhook subscription decider', () => {
   it('refuses pings and redeliveries of an inactive subscription, and everything on a deleted one', () => {
     given([created, disabledByFailures]).when({ type: 'RequestPing' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
     given([created, disabledByFailures]).when({ type: 'RequestRedelivery', deliveryId: 'd1' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
+    given([created, disabledByFailures]).when({ type: 'RequestRecovery', recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' }).thenThrows({ kind: 'invalid', code: 'WEBHOOK_INACTIVE' });
+    given([created]).when({ type: 'RequestRecovery', recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' })
+      .then([{ type: 'WebhookRecoveryRequested', data: { webhookId, recoveryId: 'r1', since: '2026-03-01T00:00:00.000Z' } }]);
     const deleted: WebhookEvent = { type: 'WebhookSubscriptionDeleted', data: { webhookId } };
     given([created, deleted]).when({ type: 'UpdateWebhook', changes: {}, status: 'active' }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
     given([]).when({ type: 'DeleteWebhook' }).thenThrows({ kind: 'not_found' });
@@ -79,5 +82,31 @@ describe('retry schedule', () => {
     expect(retryDelayMs(2, { baseMs: 5000, retryAfterMs: 1_000, random: middle })).toBe(300_000);
     expect(retryDelayMs(1, { baseMs: 5000, retryAfterMs: 10 * 86_400_000, random: middle })).toBe(86_400_000);
     expect(retryDelayMs(6, { baseMs: 5000, retryAfterMs: 1_000, random: middle })).toBeNull();
+  });
+});
+
+describe('signing secret rotation with an overlap', () => {
+  const rotated = (overlapEndsAt: string | null): WebhookEvent => ({ type: 'WebhookSigningSecretRotated', data: { webhookId, sealedSecret: 'v1.new', overlapEndsAt } });
+  const rotate = (now: string) => ({ type: 'RotateSigningSecret', sealedSecret: 'v1.new', overlapEndsAt: '2026-03-03T00:00:00.000Z', now }) as const;
+
+  it('records the overlap chosen, and refuses a second rotation while it lasts', () => {
+    given([created]).when(rotate('2026-03-02T00:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when(rotate('2026-03-02T12:00:00.000Z')).thenThrows({ kind: 'conflict', code: 'SECRET_OVERLAP_ACTIVE' });
+  });
+
+  it('rotates again once the overlap is over, by its end or ended early', () => {
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when(rotate('2026-03-03T00:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated('2026-03-03T00:00:00.000Z'), { type: 'WebhookSecretOverlapEnded', data: { webhookId } }])
+      .when(rotate('2026-03-02T12:00:00.000Z'))
+      .then([rotated('2026-03-03T00:00:00.000Z')]);
+    given([created, rotated(null)]).when(rotate('2026-03-02T12:00:00.000Z')).then([rotated('2026-03-03T00:00:00.000Z')]);
+  });
+
+  it('ends an overlap early only while it lasts', () => {
+    given([created, rotated('2026-03-03T00:00:00.000Z')])
+      .when({ type: 'EndSecretOverlap', now: '2026-03-02T12:00:00.000Z' })
+      .then([{ type: 'WebhookSecretOverlapEnded', data: { webhookId } }]);
+    given([created, rotated('2026-03-03T00:00:00.000Z')]).when({ type: 'EndSecretOverlap', now: '2026-03-03T00:00:01.000Z' }).then([]);
+    given([created]).when({ type: 'EndSecretOverlap', now: '2026-03-02T12:00:00.000Z' }).then([]);
   });
 });

@@ -1,5 +1,6 @@
 // API keys: create (scopes with their purpose, CIDR allowlist checked as typed, optional expiry), the
-// raw key shown once, and the list with suspend / resume / revoke.
+// raw key shown once, and the list with edit (settings in place), roll (a new key, the old one working
+// for an overlap), suspend / resume / revoke.
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel, setFieldError, table } from '../dom.ts';
@@ -42,6 +43,8 @@ export const keysPage: Page = {
     const status = notice();
     const list = h('div');
     const created = h('div');
+    // The edit or roll form of one key, opened from its row.
+    const panel = h('div');
     type KeyPage = { keys: ApiKey[]; nextCursor: string | null };
     const firstPage = await ok(api.GET('/api/employer/api-keys', { params: { query: {} } }));
     const { availableScopes } = firstPage;
@@ -100,6 +103,91 @@ export const keysPage: Page = {
       }
     };
 
+    const closePanel = () => panel.replaceChildren();
+
+    const openRoll = (key: ApiKey) => {
+      const hours = h('input', { name: 'overlapHours', type: 'number', min: 0, max: 168, step: 'any', value: 24, required: true });
+      const rollForm = h('form', {
+        'aria-label': `Roll ${key.name}`,
+        onsubmit: async (event: Event) => {
+          event.preventDefault();
+          status.clear();
+          try {
+            const rolled = await ok(api.POST('/api/employer/api-keys/{keyId}/roll', {
+              params: { path: { keyId: key.id } },
+              body: { overlapSeconds: Math.round(Number(hours.value) * 3600) },
+            }));
+            created.replaceChildren(secretPanel(`New key replacing "${key.name}"`, rolled.rawKey,
+              'Copy this key now and keep it secret: it is shown only this once. Deploy it before the old key stops working.'));
+            closePanel();
+            await refresh();
+          } catch (error) {
+            status.fail(error);
+          }
+        },
+      },
+        h('h2', {}, `Roll "${key.name}"`),
+        h('p', {}, 'A new key with the same name, scopes, allowlist, expiry and rate limit. The old key keeps working for the overlap, then is revoked.'),
+        field('Overlap (hours)', hours, '0 revokes the old key at once; at most 168 (7 days).'),
+        h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Roll key'), h('button', { type: 'button', onclick: closePanel }, 'Cancel')),
+      );
+      panel.replaceChildren(rollForm);
+      hours.focus();
+    };
+
+    const openEdit = (key: ApiKey) => {
+      const editName = h('input', { name: 'name', required: true, maxlength: 100, value: key.name, autocomplete: 'off' });
+      const editCidrs = h('textarea', { name: 'allowedIpCidrs', rows: 2 });
+      editCidrs.value = key.allowedIpCidrs.join('\n');
+      const toLocalInput = (iso: string) => new Date(new Date(iso).getTime() - new Date(iso).getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+      const editExpires = h('input', { name: 'expiresAt', type: 'datetime-local', value: key.expiresAt ? toLocalInput(key.expiresAt) : '' });
+      const editLimit = h('input', { name: 'rateLimitPerMinute', type: 'number', min: 1, value: key.rateLimitPerMinute ?? '' });
+      const editScopes = availableScopes.map((scope) => h('input', {
+        type: 'checkbox', name: 'editScopes', value: scope, id: `edit-scope-${scope.replace(':', '-')}`, checked: key.scopes.includes(scope),
+      }));
+      const editCidrList = () => editCidrs.value.split(/[\s,]+/).filter(Boolean);
+      const editForm = h('form', {
+        'aria-label': `Edit ${key.name}`,
+        onsubmit: async (event: Event) => {
+          event.preventDefault();
+          status.clear();
+          const scopes = editScopes.filter((box) => box.checked).map((box) => box.value as Scope);
+          if (scopes.length === 0) return status.fail('Choose at least one scope.');
+          const problems = editCidrList().map(cidrProblem).filter((problem): problem is string => problem !== null);
+          setFieldError(editCidrs, problems.length > 0 ? problems.join('; ') : null);
+          if (problems.length > 0) return status.fail('Correct the IP allowlist first.');
+          try {
+            await ok(api.PATCH('/api/employer/api-keys/{keyId}', {
+              params: { path: { keyId: key.id } },
+              body: {
+                name: editName.value,
+                scopes,
+                allowedIpCidrs: editCidrList(),
+                expiresAt: editExpires.value ? new Date(editExpires.value).toISOString() : null,
+                rateLimitPerMinute: editLimit.value ? Number(editLimit.value) : null,
+              },
+            }));
+            closePanel();
+            await refresh();
+            status.ok(`Key "${editName.value}" changed; every server applies it within a second.`);
+          } catch (error) {
+            status.fail(error);
+          }
+        },
+      },
+        h('h2', {}, `Edit "${key.name}"`),
+        field('Name', editName),
+        h('fieldset', {}, h('legend', {}, 'Scopes'),
+          editScopes.map((box) => h('div', { class: 'check' }, box, h('label', { for: box.id }, h('code', {}, box.value), ` — ${SCOPE_PURPOSE[box.value as Scope]}`)))),
+        field('IP allowlist', editCidrs, 'Empty: any address.'),
+        field('Expires', editExpires, 'Empty: never.'),
+        field('Rate limit per minute', editLimit, 'Empty: the service default.'),
+        h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save changes'), h('button', { type: 'button', onclick: closePanel }, 'Cancel')),
+      );
+      panel.replaceChildren(editForm);
+      editName.focus();
+    };
+
     /** Shows every key, reading page after page; the first page may be one already read. */
     const refresh = async (first?: KeyPage) => {
       const keys: ApiKey[] = [];
@@ -111,13 +199,16 @@ export const keysPage: Page = {
       }
       list.replaceChildren(table('API keys of this employer', ['Name', 'Status', 'Scopes', 'Allowlist', 'Expires', 'Last use', 'Requests', 'Actions'], keys.map((key) => [
         h('span', {}, key.name, h('br'), h('small', {}, `mt_live_${key.keyPrefix}…`)),
-        h('span', { class: `status ${key.status}` }, key.status),
+        h('span', { class: `status ${key.status}` }, key.status,
+          key.rolledInto && key.revokesAt ? h('small', {}, h('br'), `rolled: revoked ${formatDate(key.revokesAt)}`) : null),
         h('span', {}, key.scopes.join(', ')),
         h('span', {}, key.allowedIpCidrs.join(', ') || 'any'),
         h('span', {}, formatDate(key.expiresAt)),
         h('span', {}, key.lastUsedAt ? `${formatDate(key.lastUsedAt)} from ${key.lastUsedIp ?? '?'}` : 'never'),
         h('span', {}, key.requestCount),
         h('span', { class: 'actions' }, key.status === 'revoked' ? '' : [
+          h('button', { type: 'button', onclick: () => openEdit(key), 'aria-label': `Edit ${key.name}` }, 'Edit'),
+          key.rolledInto ? null : h('button', { type: 'button', onclick: () => openRoll(key), 'aria-label': `Roll ${key.name}` }, 'Roll'),
           key.status === 'inactive'
             ? h('button', { type: 'button', onclick: () => act(key, 'resume'), 'aria-label': `Resume ${key.name}` }, 'Resume')
             : h('button', { type: 'button', onclick: () => act(key, 'suspend'), 'aria-label': `Suspend ${key.name}` }, 'Suspend'),
@@ -126,7 +217,7 @@ export const keysPage: Page = {
       ])));
     };
 
-    main.append(form, status.element, created, list);
+    main.append(form, status.element, created, panel, list);
     await refresh(firstPage);
   },
 };

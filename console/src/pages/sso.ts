@@ -1,19 +1,19 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
-// shown once, with rotation; a SAML trust change an API key proposed, to confirm or discard; and the
-// employer's e-mail domains (email-domains.ts); SAML certificates and SP keys (saml-certificates.ts).
+// shown once, with rotation and its overlap (scim-token.ts); a SAML trust change an API key proposed, to
+// confirm or discard; the employer's e-mail domains (email-domains.ts); SAML certificates and SP keys
+// (saml-certificates.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
 import type { Page, Session } from '../main.ts';
 import { emailDomainsSection } from './email-domains.ts';
 import { samlCertificatesSection } from './saml-certificates.ts';
+import { SCIM_TOKEN_WARNING, scimTokenControls } from './scim-token.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
 type PendingTrustChange = NonNullable<components['schemas']['SsoConfiguration']['pendingTrustChange']>;
-type SsoBody = { samlEnabled?: boolean; samlMetadataUrl?: string; samlEntryPoint?: string; samlIssuer?: string; samlCertificate?: string; scimEnabled?: boolean; rotateScimToken?: boolean };
-
-const TOKEN_WARNING = 'Copy this SCIM bearer token into your identity provider now: it is shown only this once. Rotating it stops the previous one at once.';
+type SsoBody = { samlEnabled?: boolean; samlMetadataUrl?: string; samlEntryPoint?: string; samlIssuer?: string; samlCertificate?: string; scimEnabled?: boolean };
 
 export const ssoPage: Page = {
   title: 'Single sign-on',
@@ -25,11 +25,11 @@ export const ssoPage: Page = {
     const save = (update: SsoBody, done: string) => status.attempt(async () => {
       const result: SsoUpdate = await ok(api.POST('/api/employer/sso', { body: update as never }));
       await refresh();
-      if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, TOKEN_WARNING));
+      if (result.scimBearerToken) once.replaceChildren(secretPanel('SCIM bearer token', result.scimBearerToken, SCIM_TOKEN_WARNING));
     }, done);
 
     const refresh = async () => {
-      const sso = await ok(api.GET('/api/employer/sso'));
+      const [sso, scimToken] = await Promise.all([ok(api.GET('/api/employer/sso')), ok(api.GET('/api/employer/sso/scim-token'))]);
       const metadataUrl = h('input', { name: 'samlMetadataUrl', type: 'url', value: sso.samlMetadataUrl ?? '' });
       const entryPoint = h('input', { name: 'samlEntryPoint', type: 'url', value: sso.samlEntryPoint ?? '' });
       const issuer = h('input', { name: 'samlIssuer', value: sso.samlIssuer ?? '' });
@@ -81,7 +81,7 @@ export const ssoPage: Page = {
           : 'SCIM is off.'),
         sso.scimEnabled
           ? [
-            h('button', { type: 'button', onclick: () => confirm('Issue a new SCIM token? The current one stops working at once.') && save({ rotateScimToken: true }, 'SCIM token rotated.') }, 'Rotate SCIM token'),
+            ...scimTokenControls(scimToken, { status, once, changed: refresh }),
             h('button', { type: 'button', class: 'danger', onclick: () => confirm('Turn SCIM off? Its token is revoked.') && save({ scimEnabled: false }, 'SCIM turned off.') }, 'Turn SCIM off'),
           ]
           : h('button', { type: 'button', onclick: () => save({ scimEnabled: true }, 'SCIM turned on.') }, 'Turn SCIM on'),

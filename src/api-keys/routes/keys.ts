@@ -26,9 +26,11 @@ const cidrEntry = z.string().max(CIDR_MAX).transform((value, context) => {
   }
 });
 
-/** The body of a key's creation; `rateLimitCeiling` is API_KEY_RATE_LIMIT_MAX_PER_MIN. */
-const createBody = (rateLimitCeiling: number) => z.strictObject({
-  name: z.string().trim().min(1).max(NAME_MAX),
+/**
+ * The fields of a key's settings, as creation (optional but scopes) and PATCH (each optional, null
+ * clearing expiresAt and rateLimitPerMinute) take them; `rateLimitCeiling` is API_KEY_RATE_LIMIT_MAX_PER_MIN.
+ */
+export const keySettingFields = (rateLimitCeiling: number) => ({
   scopes: z
     .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; the scopes are ${SCOPES.join(', ')}` }))
     .min(1)
@@ -37,23 +39,33 @@ const createBody = (rateLimitCeiling: number) => z.strictObject({
   allowedIpCidrs: z
     .array(cidrEntry)
     .max(CIDR_LIST_MAX)
-    .optional()
     .meta({ description: 'IPv4/IPv6 CIDRs; a bare address means /32 or /128. Stored normalised. Empty or absent: any address.' })
-    .transform((cidrs) => [...new Set(cidrs ?? [])]),
-  expiresAt: instantSchema.optional().meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
+    .transform((cidrs) => [...new Set(cidrs)]),
+  expiresAt: instantSchema.meta({ description: 'ISO 8601, in the future. The key is expired from this instant on.' }),
   rateLimitPerMinute: z
     .number()
     .int()
     .min(1)
     .max(rateLimitCeiling, { error: `must be at most ${rateLimitCeiling}, the ceiling the operator set (API_KEY_RATE_LIMIT_MAX_PER_MIN)` })
-    .optional()
     .meta({
       description: `Overrides the service default of API_KEY_RATE_LIMIT_PER_MIN. At most ${rateLimitCeiling}, the operator's ceiling (API_KEY_RATE_LIMIT_MAX_PER_MIN): ` +
         'a larger value is 400 VALIDATION_ERROR naming it, and a key given more before the ceiling was lowered gets the ceiling.',
     }),
 });
 
-const createdKey = apiKeyMetadata.extend({
+/** The body of a key's creation. */
+const createBody = (rateLimitCeiling: number) => {
+  const fields = keySettingFields(rateLimitCeiling);
+  return z.strictObject({
+    name: z.string().trim().min(1).max(NAME_MAX),
+    scopes: fields.scopes,
+    allowedIpCidrs: fields.allowedIpCidrs.optional(),
+    expiresAt: fields.expiresAt.optional(),
+    rateLimitPerMinute: fields.rateLimitPerMinute.optional(),
+  });
+};
+
+export const createdKey = apiKeyMetadata.extend({
   rawKey: z.string().meta({ description: 'mt_live_ followed by 64 lowercase hex characters. Shown once; only its SHA-256 is stored.' }),
 }).meta({ id: 'CreatedApiKey' });
 
@@ -61,7 +73,7 @@ const listResponse = z
   .object({ keys: z.array(apiKeyMetadata), availableScopes: z.array(z.enum(SCOPES)), nextCursor: z.string().nullable() })
   .meta({ id: 'ApiKeyList' });
 
-function sessionUserId(principal: Principal): string {
+export function sessionUserId(principal: Principal): string {
   if (principal.kind !== 'session') throw new Error('unreachable: key management is session-only');
   return principal.userId;
 }
@@ -82,7 +94,7 @@ export function apiKeyCollectionRoutes(clock: Clock): RoutePlugin {
         const { keyId, rawKey } = await createApiKey(ctx, commandContextOf(principal, request.id), {
           name: body.name,
           scopes: body.scopes,
-          allowedIpCidrs: body.allowedIpCidrs,
+          allowedIpCidrs: body.allowedIpCidrs ?? [],
           expiresAt: body.expiresAt ? new Date(body.expiresAt).toISOString() : null,
           rateLimitPerMinute: body.rateLimitPerMinute ?? null,
           createdBy: sessionUserId(principal),

@@ -167,7 +167,8 @@ export function ssoConfigurationRoutes(options: { idpMetadataCa?: string }): Rou
       summary: 'Update the SSO configuration (partial)',
       description:
         'Absent fields keep their values. samlMetadataUrl is fetched now and fills entry point, certificate(s) and issuer. ' +
-        'samlEnabled: true needs entry point, certificate and issuer. scimEnabled: true (first time) or rotateScimToken: true returns scimBearerToken once; disabling SCIM revokes it.\n\n' +
+        'samlEnabled: true needs entry point, certificate and issuer. scimEnabled: true (first time) or rotateScimToken: true returns scimBearerToken once; disabling SCIM revokes it. ' +
+        'A rotation keeps the replaced token working for 1 h (POST /api/employer/sso/scim-token/rotate chooses the overlap, .../end-overlap ends it).\n\n' +
         `**SAML trust.** ${TRUST_FIELDS} decide whom a SAML response signs in, administrators included. ` +
         "An administrator's session changes them at once (200). With an API key they are not applied: they become the employer's pending trust change " +
         '(`pendingTrustChange`, answered 202), which takes effect only when an administrator confirms it in a browser session ' +

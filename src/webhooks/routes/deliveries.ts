@@ -59,7 +59,7 @@ export const webhookDeliveryRoutes = routesUsing<WebhookRuntime>(async function 
       };
       const { requestedAt, result } = await attemptDelivery(
         { dispatcher: runtime.dispatcher, encryptionKey: ctx.encryptionKey },
-        { ...delivery, eventType: 'test.ping', url: target.url, sealedSecret: target.sealed_secret },
+        { ...delivery, eventType: 'test.ping', url: target.url, sealedSecret: target.sealed_secret, sealedPreviousSecret: target.previous_sealed_secret },
       );
       await recordTestDelivery(ctx.db.slonik, { ...delivery, requestedAt, result });
       return { success: result.ok, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, deliveryId: delivery.deliveryId };

@@ -77,7 +77,7 @@ export async function webhookSubscriptionRoutes(fastify: FastifyInstance, { ctx 
     description:
       'Deliveries are POSTs signed twice: `x-webhook-signature: sha256=<hex HMAC of the body keyed with the whole secret>` ' +
       '(GitHub style) and Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`), which also ' +
-      `authenticates the time. A failed attempt is retried up to ${MAX_ATTEMPTS - 1} times, after about 5 s, 5 min, 30 min, 2 h and 5 h. ${EVENT_ACCESS_RULE}`,
+      `authenticates the time; during a secret rotation's overlap both secrets sign (POST .../rotate-secret). A failed attempt is retried up to ${MAX_ATTEMPTS - 1} times, after about 5 s, 5 min, 30 min, 2 h and 5 h. ${EVENT_ACCESS_RULE}`,
     tags,
     auth,
     body: createBody,
