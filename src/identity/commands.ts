@@ -76,8 +76,8 @@ export async function endSession(ctx: AppContext, context: CommandContext, input
   });
 }
 
-/** Ends every open session of a user (deactivation). */
-export async function endUserSessions(ctx: AppContext, context: CommandContext, input: { userId: string }) {
+/** Ends every open session of a user (deactivation, or the administrator role taken away). */
+export async function endUserSessions(ctx: AppContext, context: CommandContext, input: { userId: string; reason?: SessionEndReason }) {
   const sessionIds = await openSessionIds(ctx.db.slonik, employerOf(context), input.userId);
-  for (const sessionId of sessionIds) await endSession(ctx, context, { sessionId, reason: 'user_deactivated' });
+  for (const sessionId of sessionIds) await endSession(ctx, context, { sessionId, reason: input.reason ?? 'user_deactivated' });
 }

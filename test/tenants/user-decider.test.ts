@@ -48,6 +48,15 @@ describe('user decider', () => {
   });
 });
 
+describe('user decider: the role', () => {
+  const toAdmin: UserEvent = { type: 'UserRoleChanged', data: { userId: 'u1', role: 'EMPLOYER_ADMIN' } };
+  it('changes the role only when it differs', () => {
+    given([registered]).when({ type: 'ChangeRole', role: 'EMPLOYER_ADMIN' }).then([toAdmin]);
+    given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'EMPLOYER_ADMIN' }).then([]);
+    given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'PATIENT' }).then([{ type: 'UserRoleChanged', data: { userId: 'u1', role: 'PATIENT' } }]);
+  });
+});
+
 describe('profileChanges', () => {
   it('keeps only the fields whose values differ (e-mail lists compared whatever their key order)', () => {
     const emails = [{ value: 'ada@acme.test', type: 'work', primary: true }];
