@@ -41,11 +41,12 @@ const namedGroups = (employerId: string, scimGroups: readonly string[]) => sql.f
   g.employer_id = ${employerId}
   AND (g.id = ANY(${sql.array([...scimGroups], 'text')}) OR lower(g.display_name) = ANY(${sql.array(scimGroups.map((name) => name.toLowerCase()), 'text')}))`;
 
-/** Whether the user is a member of one of the named groups other than `exceptGroupId`. */
-export async function isMemberOfNamedGroups(pool: DatabasePool, employerId: string, userId: string, scimGroups: readonly string[], exceptGroupId: string): Promise<boolean> {
+/** Whether the user is a member of one of the named groups (other than `exceptGroupId`, when given). */
+export async function isMemberOfNamedGroups(pool: DatabasePool, employerId: string, userId: string, scimGroups: readonly string[], exceptGroupId: string | null): Promise<boolean> {
+  const except = exceptGroupId === null ? sql.fragment`` : sql.fragment`AND g.id <> ${exceptGroupId}`;
   return pool.exists(sql.unsafe`
     SELECT 1 FROM group_members m JOIN groups g ON g.id = m.group_id
-    WHERE ${namedGroups(employerId, scimGroups)} AND m.user_id = ${userId} AND g.id <> ${exceptGroupId}`);
+    WHERE ${namedGroups(employerId, scimGroups)} AND m.user_id = ${userId} ${except}`);
 }
 
 /** Ids of the members of the named groups, each once. */

@@ -3,9 +3,10 @@
 // it is one append: the user's UserRoleChanged, the employer's AdministratorAdded or
 // AdministratorRemoved (the employer aggregate refuses to remove the last administrator) and, when it
 // is taken, the revocation of every API key the user created; the user's sessions end after it.
+// Deactivating an administrator takes the role too, decided the same way (src/tenants/commands.ts, changeUser).
 import type { AppContext } from '../app-context.ts';
 import { revokeKeyCommands, type ApiKeyState } from '../api-keys/api-key.ts';
-import { employerOf, handleCommand, handleCommands, type CommandContext } from '../event-store/command-handler.ts';
+import { employerOf, handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
 import { endUserSessions } from '../identity/commands.ts';
 import { adminIdsOf } from '../../projections/tenants/queries.ts';
@@ -73,14 +74,14 @@ export async function changeAdminRole(ctx: AppContext, context: CommandContext, 
       if (!(error instanceof DomainError)) throw error;
       if (error.code === 'PRECONDITION_FAILED' && attempt < MAX_ATTEMPTS) continue;
       if (error.code !== 'LAST_ADMINISTRATOR') throw error;
-      await recordAdministratorRemovalRefused(ctx, context, { userId, via });
+      await recordAdministratorRemovalRefused(ctx.commands, context, { userId, via });
       return 'refused';
     }
   }
 }
 
-export async function recordAdministratorRemovalRefused(ctx: AppContext, context: CommandContext, input: { userId: string; via: AdminRoleSource }) {
-  await handleCommand(ctx.commands, {
+export async function recordAdministratorRemovalRefused(deps: CommandDeps, context: CommandContext, input: { userId: string; via: AdminRoleSource }) {
+  await handleCommand(deps, {
     streamName: employerStream(employerOf(context)),
     decider: employerDecider,
     command: { type: 'RecordAdministratorRemovalRefused', ...input },

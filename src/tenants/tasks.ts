@@ -2,7 +2,8 @@
 // once the event is committed):
 // - admin-role-from-groups: members added to a group the employer maps to the administrator role
 //   become administrators; members removed (or the group deleted) stop being, unless another mapped
-//   group still holds them; a new mapping makes the members of its groups administrators.
+//   group still holds them; a new mapping makes the members of its groups administrators, and a
+//   reactivated member of a mapped group is one again (deactivation took the role).
 // - admin-removal-refused-mail: e-mails the administrators that the IdP would have removed the last one.
 import type { Task, TaskList } from 'graphile-worker';
 import type { AppContext } from '../app-context.ts';
@@ -15,13 +16,13 @@ import { fold } from '../event-store/decider.ts';
 import { isMemberOfNamedGroups, membersOfNamedGroups } from '../../projections/scim-groups/queries.ts';
 import { adminEmailsOf, userEmailOf } from '../../projections/tenants/queries.ts';
 import { changeAdminRole, currentAdminRoleMapping } from './admin-role.ts';
-import type { AdminRoleMapping, AdminRoleMappingSet, AdministratorRemovalRefused } from './events.ts';
+import type { AdminRoleMapping, AdminRoleMappingSet, AdministratorRemovalRefused, UserReactivated } from './events.ts';
 
 export const ADMIN_ROLE_TASK = 'admin-role-from-groups';
 export const ADMIN_REMOVAL_REFUSED_MAIL_TASK = 'admin-removal-refused-mail';
 
 export const tenantConsumers: EventConsumer[] = [
-  { name: ADMIN_ROLE_TASK, eventTypes: ['GroupMembersAdded', 'GroupMembersRemoved', 'GroupDeleted', 'AdminRoleMappingSet'], task: ADMIN_ROLE_TASK },
+  { name: ADMIN_ROLE_TASK, eventTypes: ['GroupMembersAdded', 'GroupMembersRemoved', 'GroupDeleted', 'AdminRoleMappingSet', 'UserReactivated'], task: ADMIN_ROLE_TASK },
   { name: ADMIN_REMOVAL_REFUSED_MAIL_TASK, eventTypes: ['AdministratorRemovalRefused'], task: ADMIN_REMOVAL_REFUSED_MAIL_TASK },
 ];
 
@@ -46,6 +47,11 @@ function adminRoleTask(ctx: AppContext): Task {
     if (event.type === 'AdminRoleMappingSet') {
       const { mapping: set } = (event as RecordedEvent<AdminRoleMappingSet>).data;
       for (const userId of await membersOfNamedGroups(ctx.db.slonik, employerId, set.scimGroups)) await change(userId, true);
+      return;
+    }
+    if (event.type === 'UserReactivated') {
+      const { userId } = (event as RecordedEvent<UserReactivated>).data;
+      if (await isMemberOfNamedGroups(ctx.db.slonik, employerId, userId, mapping.scimGroups, null)) await change(userId, true);
       return;
     }
     // The group as it was just before this event: its name then, and its members for a deletion.

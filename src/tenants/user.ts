@@ -76,9 +76,13 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
           ? []
           : [{ type: 'UserProfileUpdated', data: { userId: state.userId, fields: changes.fields, personal: { sealed: changes.sealed } } }];
       }
-      case 'DeactivateUser':
+      case 'DeactivateUser': {
         if (state.status === 'inactive' && (state.scimDeleted || !command.scimDelete)) return [];
-        return [{ type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
+        // Deactivation takes the administrator role away (the employer's AdministratorRemoved is in the
+        // same append): a reactivated user is an administrator again only through a mapped group.
+        const demoted: UserEvent[] = state.role === 'EMPLOYER_ADMIN' ? [{ type: 'UserRoleChanged', data: { userId: state.userId, role: 'PATIENT' } }] : [];
+        return [...demoted, { type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
+      }
       case 'ReactivateUser':
         if (state.scimDeleted) throw new DomainError('not_found', 'NOT_FOUND', 'The user was deleted.');
         return state.status === 'active' ? [] : [{ type: 'UserReactivated', data: { userId: state.userId } }];

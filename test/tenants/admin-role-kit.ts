@@ -55,3 +55,18 @@ export async function reactionDone(on: TestService, streamName: string): Promise
   }, 5000);
 }
 
+
+/**
+ * Makes a second administrator of the tenant the way an employer does (a SCIM user in a group mapped
+ * to the role), so its first administrator may be deactivated: the IdP never removes the last one.
+ */
+export async function secondAdministrator(on: TestService, tenant: { employerId: string; cookie: string; scim: ScimClient }): Promise<string> {
+  const userId = await scimUser(tenant.scim, 'second.admin');
+  const group = await tenant.scim.request('POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Second administrators', members: [{ value: userId }] });
+  if (group.status !== 201) throw new Error(`SCIM group: ${group.status} ${JSON.stringify(group.body)}`);
+  const mapped = await putMapping(on, tenant.cookie, { scimGroups: [group.body.id], samlAttribute: null, samlValues: [] });
+  if (mapped.status !== 200) throw new Error(`mapping: ${mapped.status} ${await mapped.text()}`);
+  const cookie = await on.signIn(tenant.employerId, userId);
+  if (!(await eventually(async () => (await sessionRole(on, cookie)) === 'EMPLOYER_ADMIN', 5000))) throw new Error('no second administrator');
+  return userId;
+}

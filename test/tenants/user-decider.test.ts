@@ -55,6 +55,12 @@ describe('user decider: the role', () => {
     given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'EMPLOYER_ADMIN' }).then([]);
     given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'PATIENT' }).then([{ type: 'UserRoleChanged', data: { userId: 'u1', role: 'PATIENT' } }]);
   });
+
+  it("takes an administrator's role away with its deactivation, role first", () => {
+    given([registered, toAdmin]).when({ type: 'DeactivateUser', scimDelete: false })
+      .then([{ type: 'UserRoleChanged', data: { userId: 'u1', role: 'PATIENT' } }, deactivated]);
+    given([registered]).when({ type: 'DeactivateUser', scimDelete: false }).then([deactivated]);
+  });
 });
 
 describe('profileChanges', () => {
