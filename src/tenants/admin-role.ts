@@ -29,11 +29,16 @@ export async function currentAdminRoleMapping(ctx: AppContext, employerId: strin
   return fold(employerDecider, history).adminRoleMapping;
 }
 
-/** Whether a SAML assertion's attributes carry a value the mapping names. */
-export function samlAttributesGrantAdmin(mapping: AdminRoleMapping, attributes: Record<string, string[]>): boolean {
-  if (mapping.samlAttribute === null) return false;
-  const values = attributes[mapping.samlAttribute] ?? [];
-  return values.some((value) => mapping.samlValues.includes(value));
+/**
+ * At a SAML sign-in: an assertion carrying a value the employer maps in its group attribute makes the
+ * user an administrator before the session starts. One without it changes nothing (the role may come
+ * from a SCIM group or the CLI; the IdP takes it away through SCIM or deactivation).
+ */
+export async function applySamlAdminRoleMapping(ctx: AppContext, context: CommandContext, input: { userId: string; attributes: Record<string, string[]> }): Promise<void> {
+  const mapping = await currentAdminRoleMapping(ctx, employerOf(context));
+  if (mapping.samlAttribute === null) return;
+  const values = input.attributes[mapping.samlAttribute] ?? [];
+  if (values.some((value) => mapping.samlValues.includes(value))) await changeAdminRole(ctx, context, { userId: input.userId, admin: true, via: 'saml_attribute' });
 }
 
 export type AdminRoleOutcome = 'changed' | 'unchanged' | 'refused';
