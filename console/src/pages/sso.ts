@@ -1,11 +1,13 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
-// shown once, with rotation; a SAML trust change an API key proposed, to confirm or discard; and the
-// employer's e-mail domains (email-domains.ts).
+// shown once, with rotation; a SAML trust change an API key proposed, to confirm or discard; the IdP
+// groups mapped to the administrator role (admin-role-mapping.ts); and the employer's e-mail domains
+// (email-domains.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
 import type { Page, Session } from '../main.ts';
+import { adminRoleMappingSection } from './admin-role-mapping.ts';
 import { emailDomainsSection } from './email-domains.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
@@ -115,6 +117,7 @@ export const ssoPage: Page = {
 
     main.append(status.element, once, body);
     await refresh();
+    main.append(await adminRoleMappingSection());
     main.append(await emailDomainsSection());
   },
 };
