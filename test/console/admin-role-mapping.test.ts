@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { GROUP_SCHEMA, scimTenant } from '../scim/scim-client.ts';
-import { eventually, scimUser, sessionRole } from '../tenants/admin-role-kit.ts';
+import { scimUser, sessionRole } from '../tenants/admin-role-kit.ts';
+import { eventually } from '../support/eventually.ts';
 
 const unavailable = browserUnavailable();
 if (unavailable) console.warn(`console end-to-end tests skipped: ${unavailable}`);

@@ -1,16 +1,7 @@
 // Helpers for the tests of administrators from the identity provider (admin-role*.test.ts).
+import { eventually } from '../support/eventually.ts';
 import type { TestService } from '../support/service.ts';
 import { PATCH_OP, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
-
-/** Polls `probe` until it returns true or `withinMs` has passed; returns whether it did. */
-export async function eventually(probe: () => Promise<boolean>, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  do {
-    if (await probe()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  } while (Date.now() < deadline);
-  return probe();
-}
 
 export async function putMapping(on: TestService, cookie: string, mapping: unknown) {
   return fetch(`${on.url}/api/employer/admin-role-mapping`, {

@@ -6,7 +6,8 @@ import { createApiKey, keyHeaders, PROBE_SCOPE } from '../support/api-keys.ts';
 import type { TestService } from '../support/service.ts';
 import { startKeyService } from '../api-keys/key-service.ts';
 import { GROUP_SCHEMA, scimTenant } from '../scim/scim-client.ts';
-import { eventually, memberPatch, putMapping, scimUser, sessionRole } from './admin-role-kit.ts';
+import { memberPatch, putMapping, scimUser, sessionRole } from './admin-role-kit.ts';
+import { eventually } from '../support/eventually.ts';
 
 describe('the administrator role across two server processes', () => {
   let first: TestService;
