@@ -100,8 +100,9 @@ const MAX_CHANGE_ATTEMPTS = 5;
 /**
  * Changes a user in one append, all of it or nothing: the user's events, the new e-mail's claim and
  * the old one's release, and, when the user ends up inactive, the revocation of every API key the
- * user created and, for an administrator, its removal from the employer's administrators (refused
- * with 409 LAST_ADMINISTRATOR for the last one, the refusal recorded) (their ids are in the user's stream, so a key created a moment before is included).
+ * user created (their ids are in the user's stream, so a key created a moment before is included)
+ * and, for an administrator, its removal from the employer's administrators (refused with 409
+ * LAST_ADMINISTRATOR for the last one, the refusal recorded).
  * `target` is computed from the user's state at the revision the append is pinned to; `precondition`
  * (If-Match) is checked against that revision, and a mismatch is 412 PRECONDITION_FAILED. Without a
  * precondition, a concurrent write makes the change start over from the new state.
