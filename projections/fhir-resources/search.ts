@@ -195,7 +195,7 @@ export type SearchResult = {
 
 export async function runSearch(db: CommonQueryMethods, employerId: string, request: SearchRequest): Promise<SearchResult> {
   const where = sql.join(
-    [sql.fragment`r.employer_id = ${employerId}`, sql.fragment`r.resource_type = ${request.resourceType}`, sql.fragment`NOT r.erased`, ...request.conditions],
+    [sql.fragment`r.employer_id = ${employerId}`, sql.fragment`r.resource_type = ${request.resourceType}`, sql.fragment`NOT r.erased`, sql.fragment`NOT r.deleted`, ...request.conditions],
     sql.fragment` AND `,
   );
   const total = await db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM fhir_resources r WHERE ${where}`);

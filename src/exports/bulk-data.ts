@@ -21,7 +21,7 @@ export const bulkStatusUrl = (ctx: AppContext, exportId: string) => `${ctx.confi
 export const bulkFileName = (type: string, seq: number) => `${type}-${Math.floor((seq * EXPORT_PAGE_ROWS) / BULK_FILE_MAX_LINES) + 1}.ndjson`;
 
 function snapshotCondition(row: ExportRow, request: BulkRequest) {
-  return sql.fragment`employer_id = ${row.employer_id} AND NOT erased AND last_updated <= ${row.transaction_time!}::timestamptz
+  return sql.fragment`employer_id = ${row.employer_id} AND NOT erased AND NOT deleted AND last_updated <= ${row.transaction_time!}::timestamptz
     ${request.since ? sql.fragment`AND last_updated > ${request.since}::timestamptz` : sql.fragment``}
     ${request.group ? sql.fragment`AND patient_id IN (SELECT patient_id FROM cohort_members WHERE employer_id = ${row.employer_id} AND cohort_id = ${request.group})` : sql.fragment``}`;
 }

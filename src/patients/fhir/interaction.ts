@@ -1,5 +1,5 @@
 // What the FHIR interactions (one file each: metadata.ts, search.ts, read.ts, vread.ts, create.ts,
-// update.ts) share: the route helper routes.ts builds (base path, OperationOutcome errors, the rate
+// update.ts, delete.ts, history.ts, bundle.ts) share: the route helper routes.ts builds (base path, OperationOutcome errors, the rate
 // limit, the FHIR content type), their auth and path parameters, and reading and answering resources.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -9,6 +9,7 @@ import type { RouteDefinition } from '../../http/route.ts';
 import { findResource, withMeta } from '../../../projections/fhir-resources/queries.ts';
 import type { WrittenVersion } from '../commands.ts';
 import { contentOf, FHIR_RESOURCE_TYPES, isFhirResourceType, type FhirJson, type FhirResourceType } from '../events.ts';
+import { gone } from '../patient.ts';
 import { compartmentOf } from './compartment.ts';
 import { FHIR_CONTENT_TYPE, fhirError } from './outcome.ts';
 import { assertValidResource } from './validate.ts';
@@ -60,6 +61,22 @@ export function acceptedResource(resourceType: FhirResourceType, body: Record<st
 export function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** If-Match: W/"<versionId>" (update and delete are then conditional on the current version). */
+export function ifMatchVersion(request: FastifyRequest): number | undefined {
+  const ifMatch = headerOf(request, 'if-match');
+  if (ifMatch === undefined) return undefined;
+  const match = /^(?:W\/)?"(\d{1,9})"$/.exec(ifMatch.trim());
+  if (!match) throw fhirError('invalid', 'If-Match must be W/"<versionId>".');
+  return Number(match[1]);
+}
+
+/** The read model's row of a resource that can be read: 410 once deleted or its patient erased. */
+export function readable(found: { resource: FhirJson | null; erased: boolean; deleted: boolean }, resourceType: string, id: string): FhirJson {
+  if (found.deleted && !found.erased) throw fhirError('gone', `${resourceType}/${id} was deleted.`);
+  if (found.erased || !found.resource) throw gone();
+  return found.resource;
 }
 
 export function sendResource(reply: FastifyReply, resource: FhirJson): FhirJson {
