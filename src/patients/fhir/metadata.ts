@@ -47,7 +47,7 @@ function buildCapabilityStatement(baseUrl: string, date: string): { statement: C
         security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
         resource: FHIR_RESOURCE_TYPES.map((type) => ({
           type,
-          interaction: (['read', 'vread', 'update', 'create', 'search-type', 'delete'] as const).map((code) => ({ code })),
+          interaction: (['read', 'vread', 'update', 'create', 'search-type', 'delete', 'history-instance', 'history-type'] as const).map((code) => ({ code })),
           versioning: 'versioned' as const,
           readHistory: true,
           updateCreate: false,

@@ -1,7 +1,8 @@
 // FHIR R4 under /api/fhir (SPEC 4.4), one file per interaction in the manner of Medplum: metadata
 // (metadata.ts), and for each resource type search (search.ts: GET and POST _search), read (read.ts),
 // vread (vread.ts), create (create.ts: conditional with If-None-Exist), update (update.ts: If-Match
-// against the stream revision) and delete (delete.ts). JSON only (application/fhir+json, application/json, _format=json): XML
+// against the stream revision) delete (delete.ts) and
+// history (history.ts). JSON only (application/fhir+json, application/json, _format=json): XML
 // is 406 (Accept) or 415 (Content-Type). Errors are OperationOutcomes (outcome.ts). 120 requests a
 // minute per employer. A PATIENT session reads only its own compartment (compartment.ts).
 import type { Principal } from '../../auth/principal.ts';
@@ -11,6 +12,7 @@ import { assertAllowed, createTokenBuckets } from '../../http/token-buckets.ts';
 import { FHIR_JSON_VALUES_MAX } from '../../http/limits.ts';
 import { createInteraction } from './create.ts';
 import { deleteInteraction } from './delete.ts';
+import { historyInteraction } from './history.ts';
 import { FHIR_PATH, type FhirApi, type FhirRoute } from './interaction.ts';
 import { metadataInteraction } from './metadata.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from './outcome.ts';
@@ -62,6 +64,6 @@ export function fhirRoutes(): RoutePlugin {
       });
 
     const api: FhirApi = { ctx, route, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}` };
-    for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, deleteInteraction]) interaction(api);
+    for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, deleteInteraction, historyInteraction]) interaction(api);
   };
 }
