@@ -212,6 +212,36 @@ async function writeAlone(ctx: AppContext, plan: PlannedWrite): Promise<WrittenV
   return writtenVersion(plan, await handleCommands(ctx.commands, plan.commands));
 }
 
+/**
+ * The writes of a FHIR transaction in one append: all or none. `plan` plans them (it may open data keys,
+ * so an erasure meanwhile is `gone`); the versions written come back in the plans' order. Commands that
+ * are the same on the same stream (two addresses' admission to one domain) are decided once; two
+ * different writes of one stream cannot share an append: two entries of one resource are 400, two new
+ * patients with one e-mail 409, as for one patient whose e-mail is taken.
+ */
+export async function writeTogether(ctx: AppContext, plan: () => Promise<PlannedWrite[]>): Promise<WrittenVersion[]> {
+  return goneOnceErased(async () => {
+    const plans = await plan();
+    const commands: StreamCommand<any, any, any>[] = [];
+    const seen = new Map<string, string>();
+    const firstCommands = plans.map((planned) => {
+      const first = commands.length;
+      for (const [index, command] of planned.commands.entries()) {
+        const same = seen.get(command.streamName);
+        const fingerprint = JSON.stringify(command.command);
+        // A plan's first command is its resource's: never shared.
+        if (same === fingerprint && index > 0) continue;
+        if (same !== undefined) throw command.command.type === 'ClaimEmail' ? emailUnavailable() : fhirError('invalid', `Two entries of the transaction write ${command.streamName.replace(/^[^.]*\./, '')}.`);
+        seen.set(command.streamName, fingerprint);
+        commands.push(command);
+      }
+      return first;
+    });
+    const outcome = await handleCommands(ctx.commands, commands);
+    return plans.map((planned, index) => writtenVersion(planned, outcome, firstCommands[index]));
+  });
+}
+
 export async function createFhirResource(ctx: AppContext, context: CommandContext, input: CreateInput): Promise<WrittenVersion> {
   return goneOnceErased(async () => writeAlone(ctx, await planCreate(ctx, context, { ...input, id: randomUUID() })));
 }

@@ -12,6 +12,7 @@ describe('metadata', () => {
     expect(types).toEqual(['Patient', 'CarePlan', 'Observation', 'DiagnosticReport', 'MedicationRequest']);
     const patient = statement.rest[0].resource[0];
     expect(patient.interaction.map((i: any) => i.code)).toEqual(['read', 'vread', 'update', 'create', 'search-type', 'delete', 'history-instance', 'history-type']);
+    expect(statement.rest[0].interaction.map((i: any) => i.code)).toEqual(['transaction', 'batch']);
     expect(patient.searchParam.map((p: any) => p.name)).toEqual(expect.arrayContaining(['email', 'identifier', 'name', 'family', 'given', 'birthdate', '_id', '_lastUpdated']));
     expect(responseOf(statement).headers.get('etag')).toMatch(/^W\/".+"$/);
     expect(responseOf(statement).headers.get('content-type')).toContain('application/fhir+json');

@@ -10,7 +10,7 @@ import type { AppContext } from '../../app-context.ts';
 import { deleteFhirResource, erasePatient } from '../commands.ts';
 import type { FhirResourceType } from '../events.ts';
 import { gone } from '../patient.ts';
-import { findVisibleResource, ifMatchVersion, knownType, resourceParams, writeAuth, type FhirApi } from './interaction.ts';
+import { findVisibleResource, headerOf, ifMatchVersion, knownType, resourceParams, writeAuth, type FhirApi } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export const ERASURE_ROUTE = 'DELETE /api/employer/patients/{id}/personal-data';
@@ -28,7 +28,7 @@ export function deleteInteraction({ ctx, route }: FhirApi) {
     responses: { 204: { description: 'Deleted (ETag: the deletion\'s version)' } },
     handler: async ({ params, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
-      const written = await deleteAs(ctx, principal, request.id, resourceType, params.id, ifMatchVersion(request));
+      const written = await deleteAs(ctx, principal, request.id, resourceType, params.id, ifMatchVersion(headerOf(request, 'if-match')));
       if (written !== null) reply.header('etag', `W/"${written}"`);
       return reply.status(204).send();
     },

@@ -63,9 +63,8 @@ export function headerOf(request: FastifyRequest, name: string): string | undefi
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** If-Match: W/"<versionId>" (update and delete are then conditional on the current version). */
-export function ifMatchVersion(request: FastifyRequest): number | undefined {
-  const ifMatch = headerOf(request, 'if-match');
+/** If-Match (the header, or a bundle entry's ifMatch): W/"<versionId>" makes an update or delete conditional on the current version. */
+export function ifMatchVersion(ifMatch: string | undefined): number | undefined {
   if (ifMatch === undefined) return undefined;
   const match = /^(?:W\/)?"(\d{1,9})"$/.exec(ifMatch.trim());
   if (!match) throw fhirError('invalid', 'If-Match must be W/"<versionId>".');

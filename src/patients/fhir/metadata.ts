@@ -45,6 +45,7 @@ function buildCapabilityStatement(baseUrl: string, date: string): { statement: C
         mode: 'server',
         documentation: `Searches page by keyset: _count defaults to 20, at most ${MAX_COUNT}; _count=0 gives only the total. Rate limit: 120 requests a minute per employer.`,
         security: { description: 'x-api-key with fhir:read (GET) or fhir:write (POST, PUT), plus x-api-version; or a browser session.' },
+        interaction: (['transaction', 'batch'] as const).map((code) => ({ code })),
         resource: FHIR_RESOURCE_TYPES.map((type) => ({
           type,
           interaction: (['read', 'vread', 'update', 'create', 'search-type', 'delete', 'history-instance', 'history-type'] as const).map((code) => ({ code })),

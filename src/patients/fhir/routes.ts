@@ -1,15 +1,16 @@
 // FHIR R4 under /api/fhir (SPEC 4.4), one file per interaction in the manner of Medplum: metadata
 // (metadata.ts), and for each resource type search (search.ts: GET and POST _search), read (read.ts),
 // vread (vread.ts), create (create.ts: conditional with If-None-Exist), update (update.ts: If-Match
-// against the stream revision) delete (delete.ts) and
-// history (history.ts). JSON only (application/fhir+json, application/json, _format=json): XML
-// is 406 (Accept) or 415 (Content-Type). Errors are OperationOutcomes (outcome.ts). 120 requests a
+// against the stream revision), delete (delete.ts) and history (history.ts); batch and transaction
+// Bundles (bundle.ts). JSON only (application/fhir+json, application/json, _format=json): XML is 406
+// (Accept) or 415 (Content-Type). Errors are OperationOutcomes (outcome.ts). 120 requests a
 // minute per employer. A PATIENT session reads only its own compartment (compartment.ts).
 import type { Principal } from '../../auth/principal.ts';
 import { defineRoute } from '../../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import { assertAllowed, createTokenBuckets } from '../../http/token-buckets.ts';
 import { FHIR_JSON_VALUES_MAX } from '../../http/limits.ts';
+import { bundleInteraction } from './bundle.ts';
 import { createInteraction } from './create.ts';
 import { deleteInteraction } from './delete.ts';
 import { historyInteraction } from './history.ts';
@@ -64,6 +65,6 @@ export function fhirRoutes(): RoutePlugin {
       });
 
     const api: FhirApi = { ctx, route, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}` };
-    for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, deleteInteraction, historyInteraction]) interaction(api);
+    for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, deleteInteraction, historyInteraction, bundleInteraction]) interaction(api);
   };
 }

@@ -2,7 +2,7 @@
 // current version (412 when stale).
 import { commandContextOf } from '../../auth/principal.ts';
 import { updateFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResponse, ifMatchVersion, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
+import { acceptedResource, fhirResponse, headerOf, ifMatchVersion, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi } from './interaction.ts';
 
 export function updateInteraction({ ctx, route, base }: FhirApi) {
   route({
@@ -16,7 +16,7 @@ export function updateInteraction({ ctx, route, base }: FhirApi) {
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);
-      const expectedVersion = ifMatchVersion(request);
+      const expectedVersion = ifMatchVersion(headerOf(request, 'if-match'));
       const written = await updateFhirResource(ctx, commandContextOf(principal, request.id), {
         resourceType,
         id: params.id,
