@@ -122,11 +122,15 @@ describe('batch', () => {
           { request: { method: 'DELETE', url: `Observation/${removed.id}` } },
           { request: { method: 'GET', url: `Patient/${patient.id}` } },
           { resource: { resourceType: 'Observation', status: 'not-a-status' }, request: { method: 'PUT', url: `Observation/${removed.id}` } },
+          { request: { method: 'GET', url: `Observation?subject=Patient/${patient.id}&_count=5` } },
+          { request: { method: 'GET', url: 'Observation?no-such-parameter=1' } },
         ],
       },
     })) as any;
     expect(response.type).toBe('batch-response');
-    expect(statuses(response)).toEqual(['201 Created', '404', '204 No Content', '200 OK', '400']);
+    expect(statuses(response)).toEqual(['201 Created', '404', '204 No Content', '200 OK', '400', '200 OK', '400']);
+    expect(response.entry[5].resource).toMatchObject({ resourceType: 'Bundle', type: 'searchset', total: 1 });
+    expect(response.entry[5].resource.entry[0].resource.id).toBe(response.entry[0].resource.id);
     expect(response.entry[1].response.outcome.issue[0].code).toBe('not-found');
     expect(response.entry[3].resource).toEqual(patient);
     expect(expectValidFhir(await client.read({ resourceType: 'Observation', id: response.entry[0].resource.id }))).toEqual(response.entry[0].resource);

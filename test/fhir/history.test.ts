@@ -3,6 +3,7 @@
 // and response, deletions without a resource; paged; confined to the employer; none for an erased patient.
 import { Client } from 'fhir-kit-client';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { registerUser } from '../../src/tenants/commands.ts';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { expectValidFhir } from '../support/fhir-validate.ts';
 import { base, client, failure, newPatient, otherClient, service } from './fhir-api.ts';
@@ -87,5 +88,26 @@ describe('history', () => {
     expect(after.entry.map((entry: any) => entry.resource.id)).toEqual([keptObservation.id, keptObservation.id]);
     expect((await failure(tenantClient.resourceHistory({ resourceType: 'Observation', id: erasedObservation.id }))).status).toBe(410);
     expect((await failure(client.resourceHistory({ resourceType: 'Observation', id: keptObservation.id }))).status).toBe(404);
+  });
+
+  it('confines a PATIENT session to its compartment: its own resources\' history, 404 for another patient\'s', async () => {
+    const own = await tenantClient.create({ resourceType: 'Patient', body: newPatient() }) as any;
+    const other = await tenantClient.create({ resourceType: 'Patient', body: newPatient() }) as any;
+    const ownObservation = await tenantClient.create({ resourceType: 'Observation', body: observationOf(own.id, 50) }) as any;
+    const otherObservation = await tenantClient.create({ resourceType: 'Observation', body: observationOf(other.id, 51) }) as any;
+    const email = own.telecom[0].value;
+    const { userId } = await registerUser(service.ctx.commands, { tenantId: tenant.employerId, actor: { type: 'system', id: 'test' } }, {
+      employerId: tenant.employerId, role: 'PATIENT', active: true, source: 'scim',
+      profile: { email, userName: email, givenName: null, familyName: null, displayName: null, externalId: null },
+    });
+    const headers = service.sessionHeaders(await service.signIn(tenant.employerId, userId));
+    const asPatient = async (path: string) => {
+      const response = await fetch(`${base}/${path}`, { headers });
+      return { status: response.status, body: expectValidFhir(await response.json() as any) };
+    };
+    expect((await asPatient('Observation/_history')).body.entry.map((entry: any) => entry.resource.id)).toEqual([ownObservation.id]);
+    expect((await asPatient('Patient/_history')).body.entry.map((entry: any) => entry.resource.id)).toEqual([own.id]);
+    expect((await asPatient(`Observation/${ownObservation.id}/_history`)).body.total).toBe(1);
+    expect((await asPatient(`Observation/${otherObservation.id}/_history`)).status).toBe(404);
   });
 });

@@ -1,8 +1,8 @@
 // Batch and transaction (POST /api/fhir with a Bundle of type batch or transaction), answering a
 // batch-response or transaction-response Bundle, its entries in the request's order. At most
 // MAX_BUNDLE_ENTRIES entries (400 beyond). Entries: POST (create, conditional with ifNoneExist), PUT
-// (update, conditional with ifMatch), DELETE and GET of one resource (`Type/id`); searches are not
-// entries here.
+// (update, conditional with ifMatch), DELETE of one resource (`Type/id`), and GET: a read (`Type/id`) or
+// a search (`Type?...`, a searchset Bundle as the entry's resource).
 // - transaction: every write in one append, or none (writeTogether); `urn:uuid:` fullUrls of created
 //   entries are resolved to the ids assigned (a conditional create's to its match) in every reference;
 //   writes are planned DELETE, POST (Patients first, so resources may name them as subject), PUT, and
@@ -16,6 +16,7 @@ import type { Bundle, BundleEntry } from '@medplum/fhirtypes';
 import { z } from 'zod';
 import { commandContextOf, type Principal } from '../../auth/principal.ts';
 import { DomainError } from '../../event-store/decider.ts';
+import type { QueryParameters } from '../../../projections/fhir-resources/search.ts';
 import { toServiceError } from '../../http/errors.ts';
 import { createFhirResource, planCreate, planDelete, planUpdate, updateFhirResource, writeTogether, type PlannedPatients, type PlannedWrite, type WrittenVersion } from '../commands.ts';
 import type { FhirJson, FhirResourceType } from '../events.ts';
@@ -24,6 +25,7 @@ import { existingMatch } from './create.ts';
 import { deleteAs } from './delete.ts';
 import { acceptedResource, fhirResponse, findVisibleResource, ifMatchVersion, knownType, readable, representation, writeAuth, type FhirApi } from './interaction.ts';
 import { fhirError, fhirErrorShape } from './outcome.ts';
+import { searchAs } from './search.ts';
 
 export const MAX_BUNDLE_ENTRIES = 100;
 
@@ -32,7 +34,7 @@ const bundleEntry = z.object({
   resource: z.record(z.string().max(100), z.unknown()).optional(),
   request: z.object({
     method: z.enum(['GET', 'POST', 'PUT', 'DELETE']),
-    url: z.string().min(1).max(2000).meta({ description: 'Type (POST) or Type/id, relative to the FHIR base (or absolute under it)' }),
+    url: z.string().min(1).max(2000).meta({ description: 'Type (POST), Type/id, or Type?search (GET), relative to the FHIR base (or absolute under it)' }),
     ifNoneExist: z.string().max(2000).optional(),
     ifMatch: z.string().max(40).optional(),
   }),
@@ -48,17 +50,26 @@ const id = /^[A-Za-z0-9.-]{1,64}$/;
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
 
 export function bundleInteraction({ ctx, route, base }: FhirApi) {
-  /** The resource an entry's url names: `Type` or `Type/id`, relative or under the base. */
-  function targetOf(entry: Entry): { resourceType: FhirResourceType; id?: string } {
+  /** What an entry's url names: `Type`, `Type/id` or (GET) `Type?search`, relative or under the base. */
+  function targetOf(entry: Entry): { resourceType: FhirResourceType; id?: string; search?: QueryParameters } {
     const url = entry.request.url.startsWith(`${base}/`) ? entry.request.url.slice(base.length + 1) : entry.request.url;
-    const [type, resourceId, ...rest] = url.split('/');
-    if (url.includes('?') || rest.length > 0 || (resourceId !== undefined && !id.test(resourceId))) {
-      throw fhirError('invalid', `request.url ${entry.request.url} is not Type or Type/id (searches are not supported in bundles).`);
+    const mark = url.indexOf('?');
+    const path = mark < 0 ? url : url.slice(0, mark);
+    const search = mark < 0 ? undefined : url.slice(mark + 1);
+    const [type, resourceId, ...rest] = path.split('/');
+    const { method } = entry.request;
+    if (rest.length > 0 || (resourceId !== undefined && !id.test(resourceId)) || (search !== undefined && (method !== 'GET' || resourceId !== undefined))) {
+      throw fhirError('invalid', `request.url ${entry.request.url} is not Type, Type/id or (GET) Type?search.`);
     }
     const resourceType = knownType(type!);
-    if (entry.request.method === 'POST' && resourceId !== undefined) throw fhirError('invalid', 'A POST entry names the type only: the server assigns the id.');
-    if (entry.request.method !== 'POST' && resourceId === undefined) throw fhirError('invalid', `A ${entry.request.method} entry names one resource: Type/id.`);
-    return resourceId === undefined ? { resourceType } : { resourceType, id: resourceId };
+    if (method === 'POST' && resourceId !== undefined) throw fhirError('invalid', 'A POST entry names the type only: the server assigns the id.');
+    if (method !== 'POST' && method !== 'GET' && resourceId === undefined) throw fhirError('invalid', `A ${method} entry names one resource: Type/id.`);
+    if (resourceId !== undefined) return { resourceType, id: resourceId };
+    if (method !== 'GET') return { resourceType };
+    // Repeated parameters as arrays, as fastify parses a query string (own properties only: fromEntries).
+    const parameters = new Map<string, string[]>();
+    for (const [name, value] of new URLSearchParams(search ?? '')) parameters.set(name, [...(parameters.get(name) ?? []), value]);
+    return { resourceType, search: Object.fromEntries([...parameters].map(([name, values]) => [name, values.length === 1 ? values[0] : values])) };
   }
 
   const bodyOf = (entry: Entry, resourceType: FhirResourceType) => acceptedResource(resourceType, entry.resource ?? {});
@@ -72,8 +83,11 @@ export function bundleInteraction({ ctx, route, base }: FhirApi) {
   const servedEntry = (resource: FhirJson): BundleEntry => ({ resource: resource as never, response: responseOf(200, resource) });
   const deletedEntry = (version: number | null): BundleEntry => ({ response: { status: STATUS_TEXT[204]!, ...(version === null ? {} : { etag: `W/"${version}"` }) } });
 
-  async function read(principal: Principal, resourceType: FhirResourceType, resourceId: string): Promise<BundleEntry> {
+  /** A GET entry: a read, or a search answered as a searchset Bundle. */
+  async function read(principal: Principal, target: ReturnType<typeof targetOf>): Promise<BundleEntry> {
     if (!principal.scopes.includes('fhir:read')) throw fhirError('forbidden', 'GET entries need fhir:read.');
+    const { resourceType, id: resourceId } = target;
+    if (resourceId === undefined) return { resource: await searchAs({ ctx, base }, principal, resourceType, target.search ?? {}), response: { status: STATUS_TEXT[200]! } };
     return servedEntry(readable(await findVisibleResource(ctx, principal, resourceType, resourceId), resourceType, resourceId));
   }
 
@@ -85,7 +99,7 @@ export function bundleInteraction({ ctx, route, base }: FhirApi) {
     const expectedVersion = ifMatchVersion(entry.request.ifMatch);
     switch (entry.request.method) {
       case 'GET':
-        return read(principal, resourceType, target.id!);
+        return read(principal, target);
       case 'POST': {
         const resource = bodyOf(entry, resourceType);
         const match = entry.request.ifNoneExist === undefined ? null : await existingMatch(ctx, principal, resourceType, entry.request.ifNoneExist);
@@ -163,7 +177,7 @@ export function bundleInteraction({ ctx, route, base }: FhirApi) {
       answers[index] = entry.request.method === 'DELETE' ? deletedEntry(version.versionId) : writtenEntry(entry.request.method === 'POST' ? 201 : 200, target.resourceType, version, resource!);
     });
     for (const [index, { entry, target }] of resolved.entries()) {
-      if (entry.request.method === 'GET') answers[index] = await atEntry(index, () => read(principal, target.resourceType, target.id!));
+      if (entry.request.method === 'GET') answers[index] = await atEntry(index, () => read(principal, target));
     }
     return answers as BundleEntry[];
   }
@@ -172,8 +186,9 @@ export function bundleInteraction({ ctx, route, base }: FhirApi) {
   for (const url of ['', '/']) route({
     method: 'POST',
     url,
+    operationId: url === '' ? 'postFhirBundle' : 'postFhirBundleAtSlash',
     summary: 'A batch or transaction Bundle: answers a batch-response or transaction-response Bundle',
-    description: `At most ${MAX_BUNDLE_ENTRIES} entries. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id (needs fhir:read). ` +
+    description: `At most ${MAX_BUNDLE_ENTRIES} entries. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id or Type?search (needs fhir:read). ` +
       'transaction: all writes in one append or none; urn:uuid: fullUrls of created entries are resolved in references; any refused entry refuses the whole transaction with its OperationOutcome; a Patient cannot be deleted in one. ' +
       'batch: each entry on its own, with its own status (and OperationOutcome when refused).',
     auth: writeAuth,

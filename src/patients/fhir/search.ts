@@ -18,13 +18,17 @@ const searchQuery = z
   .catchall(searchValue)
   .meta({ description: "Search parameters of the type (see /api/fhir/metadata); unknown ones are 400 'invalid'." });
 
-export function searchInteraction({ ctx, route, base }: FhirApi) {
-  const search = async (principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> => {
-    const resourceType = knownType(type);
-    const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
-    const restricted = { ...request, conditions: [...request.conditions, ...compartmentCondition(await compartmentOf(ctx, principal))] };
-    return searchBundle(base, request, await runSearch(ctx.db.slonik, principal.employerId, restricted));
-  };
+/** A search as the caller may make it (a PATIENT session's confined to its compartment): a searchset Bundle. Also a bundle's GET entry (bundle.ts). */
+export async function searchAs({ ctx, base }: Pick<FhirApi, 'ctx' | 'base'>, principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> {
+  const resourceType = knownType(type);
+  const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
+  const restricted = { ...request, conditions: [...request.conditions, ...compartmentCondition(await compartmentOf(ctx, principal))] };
+  return searchBundle(base, request, await runSearch(ctx.db.slonik, principal.employerId, restricted));
+}
+
+export function searchInteraction(api: FhirApi) {
+  const { route } = api;
+  const search = (principal: Principal, type: string, parameters: QueryParameters) => searchAs(api, principal, type, parameters);
 
   route({
     method: 'GET',
