@@ -131,7 +131,7 @@ export type PlannedPatients = Map<string, KeyObject>;
 
 /**
  * A FHIR write as commands on streams, not yet appended: appended alone (createFhirResource, ...) or
- * with the other entries of a transaction (transaction.ts). The resource's own stream comes first.
+ * with the other entries of a transaction (fhir/bundle.ts). The resource's own stream comes first.
  */
 export type PlannedWrite = { id: string; commands: StreamCommand<any, any, any>[] };
 
