@@ -1,8 +1,9 @@
 // Batch and transaction (POST /api/fhir with a Bundle of type batch or transaction), answering a
 // batch-response or transaction-response Bundle, its entries in the request's order. At most
-// MAX_BUNDLE_ENTRIES entries (400 beyond). Entries: POST (create, conditional with ifNoneExist), PUT
-// (update, conditional with ifMatch), DELETE of one resource (`Type/id`), and GET: a read (`Type/id`) or
-// a search (`Type?...`, a searchset Bundle as the entry's resource).
+// MAX_BUNDLE_ENTRIES entries (400 beyond), each a request of the employer's FHIR rate limit. Entries:
+// POST (create, conditional with ifNoneExist), PUT (update, conditional with ifMatch), DELETE of one
+// resource (`Type/id`), and GET: a read (`Type/id`) or a search (`Type?...`, a searchset Bundle as the
+// entry's resource).
 // - transaction: every write in one append, or none (writeTogether); `urn:uuid:` fullUrls of created
 //   entries are resolved to the ids assigned (a conditional create's to its match) in every reference;
 //   writes are planned DELETE, POST (Patients first, so resources may name them as subject), PUT, and
@@ -49,7 +50,7 @@ const bundleBody = z.object({
 const id = /^[A-Za-z0-9.-]{1,64}$/;
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
 
-export function bundleInteraction({ ctx, route, base }: FhirApi) {
+export function bundleInteraction({ ctx, route, base, spendRequests }: FhirApi) {
   /** What an entry's url names: `Type`, `Type/id` or (GET) `Type?search`, relative or under the base. */
   function targetOf(entry: Entry): { resourceType: FhirResourceType; id?: string; search?: QueryParameters } {
     const url = entry.request.url.startsWith(`${base}/`) ? entry.request.url.slice(base.length + 1) : entry.request.url;
@@ -188,15 +189,17 @@ export function bundleInteraction({ ctx, route, base }: FhirApi) {
     url,
     operationId: url === '' ? 'postFhirBundle' : 'postFhirBundleAtSlash',
     summary: 'A batch or transaction Bundle: answers a batch-response or transaction-response Bundle',
-    description: `At most ${MAX_BUNDLE_ENTRIES} entries. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id or Type?search (needs fhir:read). ` +
+    description: `At most ${MAX_BUNDLE_ENTRIES} entries, each a request of the FHIR rate limit. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id or Type?search (needs fhir:read). ` +
       'transaction: all writes in one append or none; urn:uuid: fullUrls of created entries are resolved in references; any refused entry refuses the whole transaction with its OperationOutcome; a Patient cannot be deleted in one. ' +
       'batch: each entry on its own, with its own status (and OperationOutcome when refused).',
     auth: writeAuth,
     body: bundleBody,
     idempotent: true,
     responses: { 200: fhirResponse('Bundle of type batch-response or transaction-response') },
-    handler: async ({ body, principal, request }): Promise<Bundle> => {
+    handler: async ({ body, principal, request, reply }): Promise<Bundle> => {
       const entries = body.entry ?? [];
+      // Each entry is a request of the rate limit (the call itself spent one).
+      spendRequests(principal.employerId, reply, entries.length - 1);
       const answers = body.type === 'batch' ? await batch(principal, request.id, entries) : await transaction(principal, request.id, entries);
       return { resourceType: 'Bundle', type: `${body.type}-response`, ...(answers.length === 0 ? {} : { entry: answers }) };
     },

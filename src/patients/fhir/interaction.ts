@@ -27,6 +27,8 @@ export type FhirApi = {
   route: FhirRoute;
   /** The absolute URL of FHIR_PATH (PUBLIC_BASE_URL), for links and Location. */
   base: string;
+  /** Spends requests of the employer's FHIR rate limit beyond the one each call spends (429 when spent): a bundle's entries count as requests. */
+  spendRequests: (employerId: string, reply: FastifyReply, requests: number) => void;
 };
 
 export const readAuth = { modes: ['apiKey', 'session'], scope: 'fhir:read' } as const;

@@ -49,6 +49,9 @@ export function fhirRoutes(): RoutePlugin {
       if (accept && !acceptsJson(accept)) throw fhirError('not_acceptable', `Only ${FHIR_CONTENT_TYPE} (or application/json) is supported; Accept was ${accept}.`);
     });
 
+    const spendRequests: FhirApi['spendRequests'] = (employerId, reply, requests) => {
+      for (let spent = 0; spent < requests; spent++) assertAllowed(buckets.take(employerId), reply, `More than ${limit} FHIR requests a minute for this employer`);
+    };
     const route: FhirRoute = (definition) =>
       defineRoute(fastify, ctx, {
         ...definition,
@@ -58,13 +61,13 @@ export function fhirRoutes(): RoutePlugin {
         bodyBudget: { values: FHIR_JSON_VALUES_MAX },
         handler: async (input) => {
           const { employerId } = input.principal as Principal;
-          assertAllowed(buckets.take(employerId), input.reply, `More than ${limit} FHIR requests a minute for this employer`);
+          spendRequests(employerId, input.reply, 1);
           input.reply.type(FHIR_CONTENT_TYPE);
           return definition.handler(input);
         },
       });
 
-    const api: FhirApi = { ctx, route, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}` };
+    const api: FhirApi = { ctx, route, spendRequests, base: `${ctx.config.PUBLIC_BASE_URL}${FHIR_PATH}` };
     for (const interaction of [metadataInteraction, searchInteraction, readInteraction, vreadInteraction, createInteraction, updateInteraction, deleteInteraction, historyInteraction, bundleInteraction]) interaction(api);
   };
 }
