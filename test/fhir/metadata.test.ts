@@ -12,6 +12,11 @@ const ROUTE_OF: Record<string, string> = {
   'update': 'PUT /:resourceType/:id',
   'create': 'POST /:resourceType',
   'search-type': 'GET /:resourceType',
+  'delete': 'DELETE /:resourceType/:id',
+  'history-instance': 'GET /:resourceType/:id/_history',
+  'history-type': 'GET /:resourceType/_history',
+  'system transaction': 'POST /',
+  'system batch': 'POST /',
   'Patient everything': 'GET /Patient/:id/$everything',
   'Patient export': 'GET /Patient/$export',
   'Group export': 'GET /Group/:cohortId/$export',
@@ -30,8 +35,9 @@ describe('metadata', () => {
     const types = statement.rest[0].resource.map((resource: any) => resource.type);
     expect(types).toEqual(['Patient', 'CarePlan', 'Observation', 'DiagnosticReport', 'MedicationRequest', 'Group']);
     const patient = statement.rest[0].resource[0];
-    expect(patient.interaction.map((i: any) => i.code)).toEqual(['search-type', 'read', 'vread', 'create', 'update']);
-    expect(patient).toMatchObject({ versioning: 'versioned', readHistory: true, conditionalCreate: true, conditionalRead: 'not-match', updateCreate: false });
+    expect(patient.interaction.map((i: any) => i.code)).toEqual(['search-type', 'read', 'vread', 'create', 'update', 'delete', 'history-instance', 'history-type']);
+    expect(patient).toMatchObject({ versioning: 'versioned', readHistory: true, conditionalCreate: true, conditionalRead: 'not-match', updateCreate: false, conditionalDelete: 'not-supported' });
+    expect(statement.rest[0].interaction.map((i: any) => i.code)).toEqual(['transaction', 'batch']);
     expect(patient.searchParam.map((p: any) => p.name)).toEqual(['_id', '_lastUpdated', 'email', 'identifier', 'name', 'family', 'given', 'birthdate']);
     expect(patient.searchInclude).toEqual([]);
     expect(patient.searchRevInclude).toEqual(['CarePlan:subject', 'CarePlan:patient', 'Observation:subject', 'Observation:patient', 'DiagnosticReport:subject', 'DiagnosticReport:patient', 'MedicationRequest:subject', 'MedicationRequest:patient']);
