@@ -22,8 +22,11 @@ const ROUTE_OF: Record<string, string> = {
   'Group export': 'GET /Group/:cohortId/$export',
   'system export': 'GET /$export',
 };
-/** Routes under /api/fhir that are parts of what the statement lists (POST _search, POST kick-offs, Bulk Data status and files) or the statement itself. */
-const PARTS = ['GET /metadata', 'POST /:resourceType/_search', 'POST /$export', 'POST /Patient/$export', 'POST /Group/:cohortId/$export',
+/**
+ * Routes under /api/fhir that are parts of what the statement lists (POST _search, POST kick-offs, Bulk
+ * Data status and files), the statement itself, or SMART discovery (its rest.security names SMART-on-FHIR).
+ */
+const PARTS = ['GET /metadata', 'GET /.well-known/smart-configuration', 'POST /:resourceType/_search', 'POST /$export', 'POST /Patient/$export', 'POST /Group/:cohortId/$export',
   'GET /bulk-export/:exportId', 'DELETE /bulk-export/:exportId', 'GET /bulk-export/:exportId/files/:fileName'];
 
 describe('metadata', () => {
