@@ -3,7 +3,8 @@
 // MAX_BUNDLE_ENTRIES entries (400 beyond), each a request of the employer's FHIR rate limit. Entries:
 // POST (create, conditional with ifNoneExist), PUT (update, conditional with ifMatch), DELETE of one
 // resource (`Type/id`), and GET: a read (`Type/id`) or a search (`Type?...`, a searchset Bundle as the
-// entry's resource).
+// entry's resource). Each entry needs fhir:read (GET) or fhir:write (the others) for its type: a SMART
+// token's type limits apply to entries as they do to the routes with the type in their path.
 // - transaction: every write in one append, or none (writeTogether); `urn:uuid:` fullUrls of created
 //   entries are resolved to the ids assigned (a conditional create's to its match) in every reference;
 //   writes are planned DELETE, POST (Patients first, so resources may name them as subject), PUT, and
@@ -15,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bundle, BundleEntry } from '@medplum/fhirtypes';
 import { z } from 'zod';
-import { commandContextOf, type Principal } from '../../auth/principal.ts';
+import { commandContextOf, holdsScopeFor, type Principal } from '../../auth/principal.ts';
 import { DomainError } from '../../event-store/decider.ts';
 import type { QueryParameters } from '../../../projections/fhir-resources/search.ts';
 import { toServiceError } from '../../http/errors.ts';
@@ -51,8 +52,13 @@ const id = /^[A-Za-z0-9.-]{1,64}$/;
 const STATUS_TEXT: Record<number, string> = { 200: '200 OK', 201: '201 Created', 204: '204 No Content' };
 
 function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
-  /** What an entry's url names: `Type`, `Type/id` or (GET) `Type?search`, relative or under the base. */
-  function targetOf(entry: Entry): { resourceType: FhirResourceType; id?: string; search?: QueryParameters } {
+  /**
+   * What an entry's url names: `Type`, `Type/id` or (GET) `Type?search`, relative or under the base;
+   * 403 unless the caller holds fhir:read (GET) or fhir:write (the others) for that type: an API key
+   * for every type, a SMART token for the types its scopes name (as the routes with the type in their
+   * path check it when authenticating).
+   */
+  function targetOf(principal: Principal, entry: Entry): { resourceType: FhirResourceType; id?: string; search?: QueryParameters } {
     const url = entry.request.url.startsWith(`${base}/`) ? entry.request.url.slice(base.length + 1) : entry.request.url;
     const mark = url.indexOf('?');
     const path = mark < 0 ? url : url.slice(0, mark);
@@ -63,6 +69,8 @@ function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
       throw fhirError('invalid', `request.url ${entry.request.url} is not Type, Type/id or (GET) Type?search.`);
     }
     const resourceType = knownType(type!);
+    const scope = method === 'GET' ? 'fhir:read' : 'fhir:write';
+    if (!holdsScopeFor(principal, scope, resourceType)) throw fhirError('forbidden', `${method} entries of ${resourceType} need ${scope} for ${resourceType}.`);
     if (method === 'POST' && resourceId !== undefined) throw fhirError('invalid', 'A POST entry names the type only: the server assigns the id.');
     if (method !== 'POST' && method !== 'GET' && resourceId === undefined) throw fhirError('invalid', `A ${method} entry names one resource: Type/id.`);
     if (resourceId !== undefined) return { resourceType, id: resourceId };
@@ -84,9 +92,8 @@ function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
   const servedEntry = (resource: FhirJson): BundleEntry => ({ resource: resource as never, response: responseOf(200, resource) });
   const deletedEntry = (version: number | null): BundleEntry => ({ response: { status: STATUS_TEXT[204]!, ...(version === null ? {} : { etag: `W/"${version}"` }) } });
 
-  /** A GET entry: a read, or a search answered as a searchset Bundle. */
+  /** A GET entry (its scope checked by targetOf): a read, or a search answered as a searchset Bundle. */
   async function read(principal: Principal, target: ReturnType<typeof targetOf>): Promise<BundleEntry> {
-    if (!principal.scopes.includes('fhir:read')) throw fhirError('forbidden', 'GET entries need fhir:read.');
     const { resourceType, id: resourceId } = target;
     if (resourceId === undefined) return { resource: await searchAs({ ctx, base }, principal, resourceType, target.search ?? {}), response: { status: STATUS_TEXT[200]! } };
     return servedEntry(readable(await findVisibleResource(ctx, principal, resourceType, resourceId), resourceType, resourceId));
@@ -94,7 +101,7 @@ function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
 
   /** A batch entry, done as its own route does it. */
   async function alone(principal: Principal, requestId: string, entry: Entry): Promise<BundleEntry> {
-    const target = targetOf(entry);
+    const target = targetOf(principal, entry);
     const { resourceType } = target;
     const context = commandContextOf(principal, requestId);
     const expectedVersion = ifMatchVersion(entry.request.ifMatch);
@@ -139,7 +146,7 @@ function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
     const prepared = [];
     for (const [index, entry] of entries.entries()) {
       prepared.push(await atEntry(index, async () => {
-        const target = targetOf(entry);
+        const target = targetOf(principal, entry);
         const resource = entry.request.method === 'POST' || entry.request.method === 'PUT' ? bodyOf(entry, target.resourceType) : null;
         if (entry.request.method !== 'POST') return { entry, target, resource, newId: null };
         const match = entry.request.ifNoneExist === undefined ? null : await existingMatch(ctx, principal, target.resourceType, entry.request.ifNoneExist);
@@ -190,7 +197,7 @@ function bundleRoutes({ ctx, route, base, spendRequests }: FhirApi) {
     aliases: ['/'],
     operationId: 'postFhirBundle',
     summary: 'A batch or transaction Bundle: answers a batch-response or transaction-response Bundle',
-    description: `At most ${MAX_BUNDLE_ENTRIES} entries, each a request of the FHIR rate limit. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id or Type?search (needs fhir:read). ` +
+    description: `At most ${MAX_BUNDLE_ENTRIES} entries, each a request of the FHIR rate limit. Entries: POST Type (create; ifNoneExist makes it conditional and needs fhir:read), PUT Type/id (update; ifMatch), DELETE Type/id, GET Type/id or Type?search (needs fhir:read). A SMART token's entries are limited to the types its scopes name for the entry's scope (403 otherwise). ` +
       'transaction: all writes in one append or none; urn:uuid: fullUrls of created entries are resolved in references; any refused entry refuses the whole transaction with its OperationOutcome; a Patient cannot be deleted in one. ' +
       'batch: each entry on its own, with its own status (and OperationOutcome when refused).',
     auth: writeAuth,

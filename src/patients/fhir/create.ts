@@ -1,6 +1,6 @@
 // Create (POST /api/fhir/:resourceType): the id is the server's; If-None-Exist makes it conditional.
 import type { AppContext } from '../../app-context.ts';
-import { commandContextOf, type Principal } from '../../auth/principal.ts';
+import { commandContextOf, holdsScopeFor, type Principal } from '../../auth/principal.ts';
 import { parseSearch, runSearch } from '../../../projections/fhir-resources/search.ts';
 import { createFhirResource } from '../commands.ts';
 import type { FhirJson, FhirResourceType } from '../events.ts';
@@ -9,11 +9,11 @@ import { fhirError } from './outcome.ts';
 
 /**
  * The one resource a conditional create's search (If-None-Exist, a transaction entry's ifNoneExist)
- * matches, or null for none; 412 for several. The match is answered: without fhir:read, a key with
- * fhir:write would read any resource by searching.
+ * matches, or null for none; 412 for several. The match is answered: without fhir:read for the type,
+ * a key or SMART token with fhir:write would read any resource by searching.
  */
 export async function existingMatch(ctx: AppContext, principal: Principal, resourceType: FhirResourceType, condition: string): Promise<FhirJson | null> {
-  if (!principal.scopes.includes('fhir:read')) throw fhirError('forbidden', 'If-None-Exist answers with the matching resource: it needs fhir:read as well as fhir:write.');
+  if (!holdsScopeFor(principal, 'fhir:read', resourceType)) throw fhirError('forbidden', `If-None-Exist answers with the matching resource: it needs fhir:read (for ${resourceType}) as well as fhir:write.`);
   const matches = await runSearch(ctx.db.slonik, principal.employerId, {
     ...parseSearch(resourceType, Object.fromEntries(new URLSearchParams(condition.replace(/^.*\?/, '')).entries()), { employerId: principal.employerId, encryptionKey: ctx.encryptionKey }),
     count: 2,
