@@ -39,6 +39,7 @@ export async function patientEverything(db: CommonQueryMethods, employerId: stri
       sql.fragment`r.employer_id = ${employerId}`,
       sql.fragment`r.patient_id = ${request.patientId}`,
       sql.fragment`NOT r.erased`,
+      sql.fragment`NOT r.deleted`,
       sql.fragment`r.resource_type = ANY(${sql.array(request.types, 'text')})`,
       ...(request.since === null ? [] : [sql.fragment`r.last_updated > ${request.since}::timestamptz`]),
     ],

@@ -1,9 +1,10 @@
 // Read model `fhir-resources`: the current version of each FHIR resource in clear (fhir_resources, as
-// JSONB with id and meta) and one row per search-parameter value (fhir_search_values), opened with the
-// data key of the patient it belongs to. This is the one place personal data is kept in clear, so an
-// erasure blanks it here: the patient's rows keep ids and versions only (reads answer 410) and their
-// search values go. An event whose patient's key is already gone (a lagging runner, a rebuild) is
-// written as erased straight away.
+// JSONB with id and meta), one row per search-parameter value (fhir_search_values), opened with the
+// data key of the patient it belongs to, and one row per version without content (fhir_resource_versions,
+// what history pages through). This is the one place personal data is kept in clear, so an erasure
+// blanks it here: the patient's rows keep ids and versions only (reads answer 410), their search values
+// and versions go. An event whose patient's key is already gone (a lagging runner, a rebuild) is written
+// as erased straight away. A deleted resource keeps its row, without content, marked deleted.
 import type { KeyObject } from 'node:crypto';
 import { sql } from 'slonik';
 import { dataKeys, emailBlindIndex, openPersonal } from '../../src/crypto/personal-data.ts';
@@ -12,7 +13,7 @@ import { sealContext, type ClinicalResourceEvent, type FhirJson, type FhirResour
 import { withMeta } from './queries.ts';
 import { indexValues } from './search-parameters.ts';
 
-type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null };
+type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null; deleted: boolean; erased: boolean };
 
 /** Rows written as a later version: only these can have search values to replace. */
 const isUpdate = (row: Row) => row.version > 1;
@@ -20,8 +21,8 @@ const isUpdate = (row: Row) => row.version > 1;
 export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
   return {
     name: 'fhir-resources',
-    tables: ['fhir_resources', 'fhir_search_values'],
-    eventTypes: ['PatientRegistered', 'PatientUpdated', 'PatientErased', 'ClinicalResourceCreated', 'ClinicalResourceUpdated'],
+    tables: ['fhir_resources', 'fhir_search_values', 'fhir_resource_versions'],
+    eventTypes: ['PatientRegistered', 'PatientUpdated', 'PatientErased', 'ClinicalResourceCreated', 'ClinicalResourceUpdated', 'ClinicalResourceDeleted'],
     awaitedByCommands: true,
     async apply(tx, events) {
       // The data keys of every patient in the batch, per employer, in one query each.
@@ -35,6 +36,7 @@ export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
       for (const [employerId, patients] of patientsByEmployer) keysByEmployer.set(employerId, await dataKeys(tx, encryptionKey, employerId, [...patients]));
 
       const rows = new Map<string, Row>();
+      const versions: Row[] = [];
       const erased: { employerId: string; patientId: string }[] = [];
       for (const recorded of events) {
         const event = recorded as unknown as PatientEvent | ClinicalResourceEvent;
@@ -49,11 +51,15 @@ export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
         const key = keysByEmployer.get(employerId)?.get(event.data.patientId);
         const version = Number(recorded.streamRevision) + 1;
         const at = recorded.metadata.occurredAt;
-        const content = key ? openPersonal<FhirJson>(event.data.sealed, key, sealContext(employerId, type, id)) : null;
+        const deleted = event.type === 'ClinicalResourceDeleted';
+        const content = key && !deleted ? openPersonal<FhirJson>(event.data.sealed, key, sealContext(employerId, type, id)) : null;
         const resource = content && withMeta(type, id, version, at, content);
-        rows.set(`${employerId}/${type}/${id}`, { employerId, type, id, version, at, patientId: event.data.patientId, resource });
+        const row = { employerId, type, id, version, at, patientId: event.data.patientId, resource, deleted, erased: !key };
+        rows.set(`${employerId}/${type}/${id}`, row);
+        if (key) versions.push(row);
       }
       await writeRows(tx, [...rows.values()], encryptionKey);
+      await writeVersions(tx, versions);
       if (erased.length > 0) await eraseRows(tx, erased);
     },
   };
@@ -63,15 +69,16 @@ async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], en
   if (rows.length === 0) return;
   const column = <T,>(pick: (row: Row) => T) => rows.map(pick);
   await tx.query(sql.unsafe`
-    INSERT INTO fhir_resources (employer_id, resource_type, id, version_id, created_at, last_updated, patient_id, resource, erased)
-    SELECT e, t, i, v, a, a, p, r::jsonb, r IS NULL
+    INSERT INTO fhir_resources (employer_id, resource_type, id, version_id, created_at, last_updated, patient_id, resource, erased, deleted)
+    SELECT e, t, i, v, a, a, p, r::jsonb, x.erased, x.deleted
     FROM unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[],
                 ${sql.array(column((r) => r.id), 'text')}::text[], ${sql.array(column((r) => r.version), 'int4')}::int[],
                 ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.patientId), 'text')}::text[],
-                ${sql.array(column((r) => (r.resource ? JSON.stringify(r.resource) : null)), 'text')}::text[]) AS x(e, t, i, v, a, p, r)
+                ${sql.array(column((r) => (r.resource ? JSON.stringify(r.resource) : null)), 'text')}::text[],
+                ${sql.array(column((r) => r.erased), 'bool')}::bool[], ${sql.array(column((r) => r.deleted), 'bool')}::bool[]) AS x(e, t, i, v, a, p, r, erased, deleted)
     ON CONFLICT (employer_id, resource_type, id) DO UPDATE
       SET version_id = excluded.version_id, last_updated = excluded.last_updated, patient_id = excluded.patient_id,
-          resource = excluded.resource, erased = excluded.erased`);
+          resource = excluded.resource, erased = excluded.erased, deleted = excluded.deleted`);
   // One resource at a time, by its index: a join with the batch could be planned as a scan of the
   // whole table while it has no statistics yet (right after a large upload).
   for (const row of rows.filter(isUpdate)) {
@@ -88,13 +95,27 @@ async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], en
                          ${sql.array(values.map((v) => v.value), 'text')}::text[])`);
 }
 
-/** Blanks an erased patient's resources, keeping ids and versions, and drops their search values. */
+async function writeVersions(tx: Parameters<Projection['apply']>[0], versions: Row[]) {
+  if (versions.length === 0) return;
+  const column = <T,>(pick: (row: Row) => T) => versions.map(pick);
+  await tx.query(sql.unsafe`
+    INSERT INTO fhir_resource_versions (employer_id, resource_type, id, version_id, last_updated, patient_id, deleted)
+    SELECT * FROM unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[],
+                         ${sql.array(column((r) => r.id), 'text')}::text[], ${sql.array(column((r) => r.version), 'int4')}::int[],
+                         ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.patientId), 'text')}::text[],
+                         ${sql.array(column((r) => r.deleted), 'bool')}::bool[])`);
+}
+
+/** Blanks an erased patient's resources, keeping ids and versions, and drops their search values and history. */
 async function eraseRows(tx: Parameters<Projection['apply']>[0], erased: { employerId: string; patientId: string }[]) {
   const employers = sql.array(erased.map((e) => e.employerId), 'text');
   const patients = sql.array(erased.map((e) => e.patientId), 'text');
   await tx.query(sql.unsafe`
     DELETE FROM fhir_search_values s USING fhir_resources r, unnest(${employers}::text[], ${patients}::text[]) AS x(e, p)
     WHERE r.employer_id = x.e AND r.patient_id = x.p AND s.employer_id = r.employer_id AND s.resource_type = r.resource_type AND s.resource_id = r.id`);
+  await tx.query(sql.unsafe`
+    DELETE FROM fhir_resource_versions v USING unnest(${employers}::text[], ${patients}::text[]) AS x(e, p)
+    WHERE v.employer_id = x.e AND v.patient_id = x.p`);
   await tx.query(sql.unsafe`
     UPDATE fhir_resources r SET resource = NULL, erased = true
     FROM unnest(${employers}::text[], ${patients}::text[]) AS x(e, p) WHERE r.employer_id = x.e AND r.patient_id = x.p`);

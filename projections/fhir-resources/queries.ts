@@ -9,13 +9,13 @@ export function withMeta(resourceType: string, id: string, versionId: number, la
   return { resourceType, id, meta: { versionId: String(versionId), lastUpdated }, ...content };
 }
 
-const resourceRow = z.object({ resource: z.record(z.string(), z.unknown()).nullable(), erased: z.boolean(), patient_id: z.string().nullable() });
+const resourceRow = z.object({ resource: z.record(z.string(), z.unknown()).nullable(), erased: z.boolean(), deleted: z.boolean(), patient_id: z.string().nullable() });
 
-/** The current version of a resource of the employer (null: none; `erased`: its patient's data was erased). */
+/** The current version of a resource of the employer (null: none; `erased`: its patient's data was erased; `deleted`: a FHIR delete). */
 export async function findResource(db: CommonQueryMethods, employerId: string, resourceType: string, id: string) {
   const row = await db.maybeOne(sql.type(resourceRow)`
-    SELECT resource, erased, patient_id FROM fhir_resources WHERE employer_id = ${employerId} AND resource_type = ${resourceType} AND id = ${id}`);
-  return row && { resource: row.resource as FhirJson | null, erased: row.erased, patientId: row.patient_id };
+    SELECT resource, erased, deleted, patient_id FROM fhir_resources WHERE employer_id = ${employerId} AND resource_type = ${resourceType} AND id = ${id}`);
+  return row && { resource: row.resource as FhirJson | null, erased: row.erased, deleted: row.deleted, patientId: row.patient_id };
 }
 
 const patientRow = z.object({ id: z.string(), version_id: z.number(), resource: z.record(z.string(), z.unknown()) });

@@ -228,7 +228,7 @@ export type SearchResult = {
 
 export async function runSearch(db: CommonQueryMethods, employerId: string, request: SearchRequest): Promise<SearchResult> {
   const where = sql.join(
-    [sql.fragment`r.employer_id = ${employerId}`, sql.fragment`r.resource_type = ${request.resourceType}`, sql.fragment`NOT r.erased`, ...request.conditions],
+    [sql.fragment`r.employer_id = ${employerId}`, sql.fragment`r.resource_type = ${request.resourceType}`, sql.fragment`NOT r.erased`, sql.fragment`NOT r.deleted`, ...request.conditions],
     sql.fragment` AND `,
   );
   const total = await db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM fhir_resources r WHERE ${where}`);
@@ -281,7 +281,7 @@ export async function runInclusions(db: CommonQueryMethods, employerId: string, 
   const notMatched = sql.fragment`NOT (r.resource_type = ${request.resourceType} AND r.id = ANY(${sql.array(ids, 'text')}))`;
   const rows = await db.any(sql.type(resultRow)`
     SELECT r.id, r.resource, r.last_updated::text AS at FROM fhir_resources r
-    WHERE ${sql.join([sql.fragment`r.employer_id = ${employerId}`, sql.fragment`NOT r.erased`, notMatched, or(followed), ...restrictions], sql.fragment` AND `)}
+    WHERE ${sql.join([sql.fragment`r.employer_id = ${employerId}`, sql.fragment`NOT r.erased`, sql.fragment`NOT r.deleted`, notMatched, or(followed), ...restrictions], sql.fragment` AND `)}
     ORDER BY r.last_updated, r.resource_type, r.id LIMIT ${MAX_INCLUDED}`);
   return rows.map((row) => row.resource as FhirJson);
 }

@@ -33,6 +33,29 @@ export async function listScimGroups(pool: DatabasePool, employerId: string, que
   });
 }
 
+/**
+ * The groups `scimGroups` names (by id, or by displayName without case): the SCIM groups an employer
+ * maps to the administrator role (src/tenants/events.ts, adminRoleMapping).
+ */
+const namedGroups = (employerId: string, scimGroups: readonly string[]) => sql.fragment`
+  g.employer_id = ${employerId}
+  AND (g.id = ANY(${sql.array([...scimGroups], 'text')}) OR lower(g.display_name) = ANY(${sql.array(scimGroups.map((name) => name.toLowerCase()), 'text')}))`;
+
+/** Whether the user is a member of one of the named groups (other than `exceptGroupId`, when given). */
+export async function isMemberOfNamedGroups(pool: DatabasePool, employerId: string, userId: string, scimGroups: readonly string[], exceptGroupId: string | null): Promise<boolean> {
+  const except = exceptGroupId === null ? sql.fragment`` : sql.fragment`AND g.id <> ${exceptGroupId}`;
+  return pool.exists(sql.unsafe`
+    SELECT 1 FROM group_members m JOIN groups g ON g.id = m.group_id
+    WHERE ${namedGroups(employerId, scimGroups)} AND m.user_id = ${userId} ${except}`);
+}
+
+/** Ids of the members of the named groups, each once. */
+export async function membersOfNamedGroups(pool: DatabasePool, employerId: string, scimGroups: readonly string[]): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ user_id: z.string() }))`
+    SELECT DISTINCT m.user_id FROM group_members m JOIN groups g ON g.id = m.group_id
+    WHERE ${namedGroups(employerId, scimGroups)} ORDER BY m.user_id`);
+}
+
 export type ScimGroupMemberRow = { group_id: string; user_id: string; display: string };
 
 const memberRow = z.object({ group_id: z.string(), user_id: z.string(), display: z.string() });

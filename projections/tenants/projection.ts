@@ -6,16 +6,16 @@ import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { dataKeys } from '../../src/crypto/personal-data.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
-import { openProfileFields, type EmployerCreated, type ScimProfileAttributes, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
+import { openProfileFields, type AdminRoleMappingSet, type EmployerCreated, type ScimProfileAttributes, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
 import { erasedProfile, registeredUserRow, scimAttributesOf, scimEmails, workEmail } from './rows.ts';
 
 type Keys = Map<string, KeyObject | null>;
 
 export function tenantsProjection(encryptionKey: KeyObject) {
-  return defineProjection<EmployerCreated | UserEvent>({
+  return defineProjection<EmployerCreated | AdminRoleMappingSet | UserEvent>({
     name: 'tenants',
     tables: ['employers', 'users'],
-    eventTypes: ['EmployerCreated', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserApiKeyCreated'],
+    eventTypes: ['EmployerCreated', 'AdminRoleMappingSet', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserRoleChanged', 'UserApiKeyCreated'],
     awaitedByCommands: true,
     async apply(tx, events) {
       const keys = await userKeys(tx, encryptionKey, events);
@@ -30,7 +30,7 @@ export function tenantsProjection(encryptionKey: KeyObject) {
 }
 
 /** The data keys of the users whose sealed fields are in the batch, one query per employer, by `employer/user`. */
-async function userKeys(tx: DatabaseTransactionConnection, encryptionKey: KeyObject, events: readonly RecordedEvent<EmployerCreated | UserEvent>[]): Promise<Keys> {
+async function userKeys(tx: DatabaseTransactionConnection, encryptionKey: KeyObject, events: readonly RecordedEvent<EmployerCreated | AdminRoleMappingSet | UserEvent>[]): Promise<Keys> {
   const usersByEmployer = new Map<string, Set<string>>();
   for (const event of events) {
     if ((event.type !== 'UserRegistered' && event.type !== 'UserProfileUpdated') || !('sealed' in event.data.personal)) continue;
@@ -78,7 +78,7 @@ async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent
       updated_at timestamptz, emails jsonb, work_email text, scim_attributes jsonb)`);
 }
 
-async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | UserEvent>, keys: Keys) {
+async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | AdminRoleMappingSet | UserEvent>, keys: Keys) {
   const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'UserProfileUpdated': {
@@ -105,6 +105,13 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
     case 'UserReactivated':
       await tx.query(sql.unsafe`
         UPDATE users SET active = true, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
+      break;
+    case 'AdminRoleMappingSet':
+      await tx.query(sql.unsafe`UPDATE employers SET admin_role_mapping = ${sql.jsonb(event.data.mapping)} WHERE id = ${event.data.employerId}`);
+      break;
+    case 'UserRoleChanged':
+      await tx.query(sql.unsafe`
+        UPDATE users SET role = ${event.data.role}, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
       break;
     case 'UserApiKeyCreated':
       // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.

@@ -4,7 +4,7 @@
 // can see (a SCIM filter arrives already translated to SQL on the alias `u`).
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { scimProfileAttributesSchema, userEmail } from '../../src/tenants/events.ts';
+import { adminRoleMapping, NO_ADMIN_ROLE_MAPPING, scimProfileAttributesSchema, userEmail, type AdminRoleMapping } from '../../src/tenants/events.ts';
 import { listPage, type ListQuery, type Page } from '../scim-list-page.ts';
 
 const userRow = z.object({ id: z.string(), employer_id: z.string(), active: z.boolean() });
@@ -30,6 +30,19 @@ export async function allEmployerIds(db: CommonQueryMethods): Promise<readonly s
 /** The e-mail address of one of the employer's users, or null. */
 export async function userEmailOf(db: CommonQueryMethods, employerId: string, userId: string): Promise<string | null> {
   return db.maybeOneFirst(sql.type(z.object({ email: z.string() }))`SELECT email FROM users WHERE employer_id = ${employerId} AND id = ${userId}`);
+}
+
+/** Ids of the employer's active admins. */
+export async function adminIdsOf(db: CommonQueryMethods, employerId: string): Promise<readonly string[]> {
+  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM users WHERE employer_id = ${employerId} AND role = 'EMPLOYER_ADMIN' AND active ORDER BY id`);
+}
+
+/** The employer's mapping of IdP groups to the administrator role (none for an unknown employer). */
+export async function adminRoleMappingOf(db: CommonQueryMethods, employerId: string): Promise<AdminRoleMapping> {
+  const mapping = await db.maybeOneFirst(sql.type(z.object({ admin_role_mapping: adminRoleMapping }))`
+    SELECT admin_role_mapping FROM employers WHERE id = ${employerId}`);
+  return mapping ?? NO_ADMIN_ROLE_MAPPING;
 }
 
 /** E-mail addresses of the employer's active admins. */

@@ -116,11 +116,11 @@ function changedSettings(current: ApiKeySettings, requested: Partial<ApiKeySetti
 export const apiKeyStream = (employerId: string, keyId: string) => tenantStream(employerId, 'apiKey', keyId);
 
 /** Revocation of each of `keyIds` (already revoked keys write nothing), for an append shared with another command. */
-export function revokeKeyCommands(context: CommandContext, employerId: string, keyIds: readonly string[], now: string) {
+export function revokeKeyCommands(context: CommandContext, employerId: string, keyIds: readonly string[], now: string, reason: RevokeReason = 'creator_deactivated') {
   return keyIds.map((keyId) => ({
     streamName: apiKeyStream(employerId, keyId),
     decider: apiKeyDecider,
-    command: { type: 'RevokeApiKey', reason: 'creator_deactivated', now } as ApiKeyCommand,
+    command: { type: 'RevokeApiKey', reason, now } as ApiKeyCommand,
     context,
   }));
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SCOPES } from '../auth/principal.ts';
 import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
-export const REVOKE_REASONS = ['admin', 'creator_deactivated'] as const;
+export const REVOKE_REASONS = ['admin', 'creator_deactivated', 'creator_role_revoked'] as const;
 export type RevokeReason = (typeof REVOKE_REASONS)[number];
 
 const apiKeyCreated = eventSchema('ApiKeyCreated', z.object({

@@ -8,7 +8,7 @@ import type { AppContext } from '../app-context.ts';
 import { DomainError } from '../event-store/decider.ts';
 import { authenticatePlatformToken } from './platform-token.ts';
 import { assertSessionCallAllowed } from './session-rate-limit.ts';
-import { ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth, type Scope } from './principal.ts';
+import { holdsScopeFor, ROLE_SCOPES, type PlatformPrincipal, type Principal, type RouteAuth, type Scope } from './principal.ts';
 
 export const SESSION_COOKIE = 'ei_session';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -80,7 +80,7 @@ function assertTokenReaches(principal: Principal, scope: Scope | undefined, requ
     throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `The access token's scopes do not allow ${scope}.`, { requiredScopes: [scope], keyScopes: [...principal.scopes] });
   }
   const { resourceType } = request.params as { resourceType?: unknown };
-  if (typeof resourceType === 'string' && types !== 'all' && !types.includes(resourceType)) {
+  if (typeof resourceType === 'string' && !holdsScopeFor(principal, scope, resourceType)) {
     throw new DomainError('forbidden', 'INSUFFICIENT_SCOPE', `The access token's scopes do not allow ${scope} on ${resourceType}.`, { requiredScopes: [scope], keyScopes: [...principal.scopes] });
   }
 }

@@ -40,6 +40,14 @@ export type Principal =
   | { kind: 'apiKey'; employerId: string; keyId: string; createdBy: string; scopes: readonly Scope[] }
   | { kind: 'smartClient'; employerId: string; clientId: string; scopes: readonly Scope[]; resourceTypes: ResourceTypeLimits };
 
+/** Whether `principal` holds `scope` for `resourceType`: a SMART token only for the types its scopes name. */
+export function holdsScopeFor(principal: Principal, scope: Scope, resourceType: string): boolean {
+  if (!principal.scopes.includes(scope)) return false;
+  if (principal.kind !== 'smartClient') return true;
+  const types = principal.resourceTypes[scope];
+  return types === 'all' || (types?.includes(resourceType) ?? false);
+}
+
 /** `smartToken`: a SMART Backend Services access token as `Authorization: Bearer` (the FHIR and Bulk Data routes). */
 export type AuthMode = 'session' | 'apiKey' | 'smartToken';
 

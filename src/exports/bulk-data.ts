@@ -60,7 +60,7 @@ export const bulkFileName = (type: string, seq: number) => `${type}-${Math.floor
 
 /** Which resources of fhir_resources `r` the export takes, of the types requested. */
 function snapshotCondition(row: ExportRow, request: BulkRequest, encryptionKey: KeyObject) {
-  return sql.fragment`r.employer_id = ${row.employer_id} AND NOT r.erased AND r.last_updated <= ${row.transaction_time!}::timestamptz
+  return sql.fragment`r.employer_id = ${row.employer_id} AND NOT r.erased AND NOT r.deleted AND r.last_updated <= ${row.transaction_time!}::timestamptz
     ${request.since ? sql.fragment`AND r.last_updated > ${request.since}::timestamptz` : sql.fragment``}
     ${request.group ? sql.fragment`AND r.patient_id IN (SELECT patient_id FROM cohort_members WHERE employer_id = ${row.employer_id} AND cohort_id = ${request.group})` : sql.fragment``}
     ${request.patients ? sql.fragment`AND r.patient_id = ANY(${sql.array(request.patients, 'text')})` : sql.fragment``}

@@ -76,7 +76,7 @@ export async function endSession(ctx: AppContext, context: CommandContext, input
   });
 }
 
-/** Ends every open session of a user (deactivation, a SAML Single Logout from the IdP). */
+/** Ends every open session of a user (deactivation, the administrator role taken away, a SAML Single Logout from the IdP). */
 export async function endUserSessions(ctx: AppContext, context: CommandContext, input: { userId: string; reason: SessionEndReason }) {
   const sessionIds = await openSessionIds(ctx.db.slonik, employerOf(context), input.userId);
   for (const sessionId of sessionIds) await endSession(ctx, context, { sessionId, reason: input.reason });

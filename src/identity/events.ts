@@ -12,7 +12,7 @@ const signInTokenIssued = eventSchema('SignInTokenIssued', z.object({
 }));
 const signInTokenRedeemed = eventSchema('SignInTokenRedeemed', z.object({ tokenId: z.string(), userId: z.string(), sessionId: z.string() }));
 
-export const SESSION_END_REASONS = ['logout', 'user_deactivated', 'saml_logout'] as const;
+export const SESSION_END_REASONS = ['logout', 'user_deactivated', 'saml_logout', 'role_revoked'] as const;
 export type SessionEndReason = (typeof SESSION_END_REASONS)[number];
 
 const sessionStarted = eventSchema('SessionStarted', z.object({ sessionId: z.string(), userId: z.string(), sessionHash: z.string(), expiresAt: z.string() }));

@@ -8,6 +8,7 @@ export const patientAuditMappers: AuditMappers = {
   PatientErased: (event) => ({ action: 'patient.erase', targetType: 'Patient', targetId: String(event.data.patientId) }),
   ClinicalResourceCreated: (event) => ({ action: 'fhir.create', targetType: String(event.data.resourceType), targetId: String(event.data.resourceId), details: { patientId: event.data.patientId } }),
   ClinicalResourceUpdated: (event) => ({ action: 'fhir.update', targetType: String(event.data.resourceType), targetId: String(event.data.resourceId), details: { patientId: event.data.patientId } }),
+  ClinicalResourceDeleted: (event) => ({ action: 'fhir.delete', targetType: String(event.data.resourceType), targetId: String(event.data.resourceId), details: { patientId: event.data.patientId } }),
   CohortUploaded: (event) => {
     const { cohortId, received, created, updated, unchanged } = event.data;
     return { action: 'cohort.upload', targetType: 'cohort', targetId: String(cohortId), details: { received, created, updated, unchanged } };

@@ -1,4 +1,5 @@
-// Commands of patients and their FHIR resources: cohort upload, FHIR create and update, erasure.
+// Commands of patients and their FHIR resources: cohort upload, FHIR create, update and delete (each
+// planned first, so a transaction appends several in one write), erasure.
 // Personal content is sealed under the patient's data key before it reaches a decider, so no event
 // is ever written with it in clear.
 import { randomUUID, type KeyObject } from 'node:crypto';
@@ -96,14 +97,20 @@ function emailOf(patient: FhirJson): string | null {
   return emails[0] ?? null;
 }
 
-/** The patient a clinical resource belongs to: its subject, `Patient/<id>`, a live patient of the employer. */
-async function subjectPatient(ctx: AppContext, employerId: string, resource: FhirJson): Promise<string> {
+/**
+ * The patient a clinical resource belongs to: its subject, `Patient/<id>`, a live patient of the employer
+ * or one a transaction creates before it (`planned`, with its data key).
+ */
+async function subjectPatient(ctx: AppContext, employerId: string, resource: FhirJson, planned: PlannedPatients): Promise<{ patientId: string; key: KeyObject }> {
   const reference = resource.subject?.reference;
   const match = typeof reference === 'string' ? /^(?:.*\/)?Patient\/([A-Za-z0-9.-]{1,64})$/.exec(reference) : null;
   if (!match) throw fhirError('invalid', 'subject must reference a Patient of this employer: Patient/<id>.');
-  const state = fold(patientDecider, (await ctx.eventStore.readStream(patientStream(employerId, match[1]!))) as never);
+  const patientId = match[1]!;
+  const plannedKey = planned.get(patientId);
+  if (plannedKey) return { patientId, key: plannedKey };
+  const state = fold(patientDecider, (await ctx.eventStore.readStream(patientStream(employerId, patientId))) as never);
   if (state.status !== 'active') throw fhirError('invalid', `subject ${reference} is not a patient of this employer.`);
-  return match[1]!;
+  return { patientId, key: await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, patientId) };
 }
 
 /** A patient erased meanwhile has no data key to seal under any more: the resource is `gone`. */
@@ -116,76 +123,136 @@ async function goneOnceErased<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The version a create or update wrote: the resource is served as withMeta(type, id, versionId, lastUpdated, content). */
+/** The version a create, update or delete wrote: the resource is served as withMeta(type, id, versionId, lastUpdated, content). */
 export type WrittenVersion = { id: string; versionId: number; lastUpdated: string };
 
-const written = (id: string, outcome: { results: readonly { state: { version: number } }[]; occurredAt: string }): WrittenVersion => ({
-  id,
-  versionId: outcome.results[0]!.state.version,
-  lastUpdated: outcome.occurredAt,
-});
+/** Patients a transaction creates, by id, with their new data keys: its later entries may reference them. */
+export type PlannedPatients = Map<string, KeyObject>;
 
-export async function createFhirResource(ctx: AppContext, context: CommandContext, input: { resourceType: FhirResourceType; resource: FhirJson }): Promise<WrittenVersion> {
-  const employerId = employerOf(context);
-  const id = randomUUID();
-  const content = contentOf(input.resource);
-  return goneOnceErased(async () => {
-    if (input.resourceType === 'Patient') {
-      const email = emailOf(input.resource);
-      const key = (await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, [id])).get(id)!;
-      const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
-      const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
-      return written(id, await handleCommands(ctx.commands, [
-        { streamName: patientStream(employerId, id), decider: patientDecider, command: { type: 'RegisterPatient', patientId: id, emailIndex, sealed, cohortId: null }, context, newStream: true },
-        ...(emailIndex === null ? [] : [claimCommand(employerId, emailIndex, id, context)]),
-        ...admitAddressCommands(context, email, employerId),
-      ]));
-    }
-    const patientId = await subjectPatient(ctx, employerId, input.resource);
-    const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, patientId);
-    const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
-    return written(id, await handleCommands(ctx.commands, [
-      { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context, newStream: true,
-        command: { type: 'CreateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed } },
-    ]));
-  });
+/**
+ * A FHIR write as commands on streams, not yet appended: appended alone (createFhirResource, ...) or
+ * with the other entries of a transaction (fhir/bundle.ts). The resource's own stream comes first.
+ */
+export type PlannedWrite = { id: string; commands: StreamCommand<any, any, any>[] };
+
+/** The version the planned write's first command (its resource's stream) wrote. */
+export function writtenVersion(plan: PlannedWrite, outcome: { results: readonly { state: unknown }[]; occurredAt: string }, firstCommand = 0): WrittenVersion {
+  return { id: plan.id, versionId: (outcome.results[firstCommand]!.state as { version: number }).version, lastUpdated: outcome.occurredAt };
 }
 
-export async function updateFhirResource(
-  ctx: AppContext,
-  context: CommandContext,
-  input: { resourceType: FhirResourceType; id: string; resource: FhirJson; expectedVersion?: number },
-): Promise<WrittenVersion> {
+type CreateInput = { resourceType: FhirResourceType; resource: FhirJson };
+type UpdateInput = { resourceType: FhirResourceType; id: string; resource: FhirJson; expectedVersion?: number };
+
+/** Plans a create with the id `id` (the server's). A Patient's data key is created here, and added to `planned`. */
+export async function planCreate(ctx: AppContext, context: CommandContext, input: CreateInput & { id: string }, planned: PlannedPatients = new Map()): Promise<PlannedWrite> {
+  const employerId = employerOf(context);
+  const { id } = input;
+  const content = contentOf(input.resource);
+  if (input.resourceType === 'Patient') {
+    const email = emailOf(input.resource);
+    const key = (await createDataKeys(ctx.db.slonik, ctx.encryptionKey, employerId, [id])).get(id)!;
+    planned.set(id, key);
+    const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
+    const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
+    return { id, commands: [
+      { streamName: patientStream(employerId, id), decider: patientDecider, command: { type: 'RegisterPatient', patientId: id, emailIndex, sealed, cohortId: null }, context, newStream: true },
+      ...(emailIndex === null ? [] : [claimCommand(employerId, emailIndex, id, context)]),
+      ...admitAddressCommands(context, email, employerId),
+    ] };
+  }
+  const { patientId, key } = await subjectPatient(ctx, employerId, input.resource, planned);
+  const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
+  return { id, commands: [
+    { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context, newStream: true,
+      command: { type: 'CreateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed } },
+  ] };
+}
+
+export async function planUpdate(ctx: AppContext, context: CommandContext, input: UpdateInput, planned: PlannedPatients = new Map()): Promise<PlannedWrite> {
   const employerId = employerOf(context);
   const { id, expectedVersion } = input;
   const content = contentOf(input.resource);
+  const ifMatch = expectedVersion === undefined ? {} : { expectedVersion };
+  if (input.resourceType === 'Patient') {
+    const stream = patientStream(employerId, id);
+    const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
+    if (current.status === 'absent') throw fhirError('not_found', `Patient/${id} was not found.`);
+    if (current.status === 'erased') throw gone();
+    const email = emailOf(input.resource);
+    const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
+    const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, id);
+    const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
+    const emailChanged = emailIndex !== current.emailIndex;
+    return { id, commands: [
+      { streamName: stream, decider: patientDecider, context, command: { type: 'UpdatePatient', patientId: id, emailIndex, sealed, cohortId: null, ...ifMatch } },
+      ...(emailChanged && emailIndex !== null ? [claimCommand(employerId, emailIndex, id, context)] : []),
+      ...(emailChanged ? admitAddressCommands(context, email, employerId) : []),
+      ...(emailChanged && current.emailIndex !== null ? [releaseCommand(employerId, current.emailIndex, id, context)] : []),
+    ] };
+  }
+  const { patientId, key } = await subjectPatient(ctx, employerId, input.resource, planned);
+  const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
+  return { id, commands: [
+    { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context,
+      command: { type: 'UpdateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed, ...ifMatch } },
+  ] };
+}
+
+/** Plans the delete of a clinical resource (a Patient is erased instead: erasePatient). */
+export function planDelete(context: CommandContext, input: { resourceType: ClinicalResourceType; id: string; expectedVersion?: number }): PlannedWrite {
+  const { resourceType, id, expectedVersion } = input;
+  return { id, commands: [
+    { streamName: resourceStream(employerOf(context), resourceType, id), decider: clinicalResourceDecider, context,
+      command: { type: 'DeleteResource', resourceType, resourceId: id, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
+  ] };
+}
+
+/** Appends one planned write on its own. */
+async function writeAlone(ctx: AppContext, plan: PlannedWrite): Promise<WrittenVersion> {
+  return writtenVersion(plan, await handleCommands(ctx.commands, plan.commands));
+}
+
+/**
+ * The writes of a FHIR transaction in one append: all or none. `plan` plans them (it may open data keys,
+ * so an erasure meanwhile is `gone`); the versions written come back in the plans' order. Commands that
+ * are the same on the same stream (two addresses' admission to one domain) are decided once; two
+ * different writes of one stream cannot share an append: two entries of one resource are 400, two new
+ * patients with one e-mail 409, as for one patient whose e-mail is taken.
+ */
+export async function writeTogether(ctx: AppContext, plan: () => Promise<PlannedWrite[]>): Promise<WrittenVersion[]> {
   return goneOnceErased(async () => {
-    if (input.resourceType === 'Patient') {
-      const stream = patientStream(employerId, id);
-      const current = fold(patientDecider, (await ctx.eventStore.readStream(stream)) as never);
-      if (current.status === 'absent') throw fhirError('not_found', `Patient/${id} was not found.`);
-      if (current.status === 'erased') throw gone();
-      const email = emailOf(input.resource);
-      const emailIndex = email === null ? null : emailBlindIndex(ctx.encryptionKey, employerId, email);
-      const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, id);
-      const sealed = sealPersonal(content, key, sealContext(employerId, 'Patient', id));
-      const emailChanged = emailIndex !== current.emailIndex;
-      return written(id, await handleCommands(ctx.commands, [
-        { streamName: stream, decider: patientDecider, context,
-          command: { type: 'UpdatePatient', patientId: id, emailIndex, sealed, cohortId: null, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
-        ...(emailChanged && emailIndex !== null ? [claimCommand(employerId, emailIndex, id, context)] : []),
-        ...(emailChanged ? admitAddressCommands(context, email, employerId) : []),
-        ...(emailChanged && current.emailIndex !== null ? [releaseCommand(employerId, current.emailIndex, id, context)] : []),
-      ]));
-    }
-    const patientId = await subjectPatient(ctx, employerId, input.resource);
-    const key = await dataKey(ctx.db.slonik, ctx.encryptionKey, employerId, patientId);
-    const sealed = sealPersonal(content, key, sealContext(employerId, input.resourceType, id));
-    return written(id, await handleCommands(ctx.commands, [
-      { streamName: resourceStream(employerId, input.resourceType, id), decider: clinicalResourceDecider, context,
-        command: { type: 'UpdateResource', resourceType: input.resourceType, resourceId: id, patientId, sealed, ...(expectedVersion === undefined ? {} : { expectedVersion }) } },
-    ]));
+    const plans = await plan();
+    const commands: StreamCommand<any, any, any>[] = [];
+    const seen = new Map<string, string>();
+    const firstCommands = plans.map((planned) => {
+      const first = commands.length;
+      for (const [index, command] of planned.commands.entries()) {
+        const same = seen.get(command.streamName);
+        const fingerprint = JSON.stringify(command.command);
+        // A plan's first command is its resource's: never shared.
+        if (same === fingerprint && index > 0) continue;
+        if (same !== undefined) throw command.command.type === 'ClaimEmail' ? emailUnavailable() : fhirError('invalid', `Two entries of the transaction write ${command.streamName.replace(/^[^.]*\./, '')}.`);
+        seen.set(command.streamName, fingerprint);
+        commands.push(command);
+      }
+      return first;
+    });
+    const outcome = await handleCommands(ctx.commands, commands);
+    return plans.map((planned, index) => writtenVersion(planned, outcome, firstCommands[index]));
   });
+}
+
+export async function createFhirResource(ctx: AppContext, context: CommandContext, input: CreateInput): Promise<WrittenVersion> {
+  return goneOnceErased(async () => writeAlone(ctx, await planCreate(ctx, context, { ...input, id: randomUUID() })));
+}
+
+export async function updateFhirResource(ctx: AppContext, context: CommandContext, input: UpdateInput): Promise<WrittenVersion> {
+  return goneOnceErased(async () => writeAlone(ctx, await planUpdate(ctx, context, input)));
+}
+
+/** Deletes a clinical resource: its deletion is a version of its own; deleting a deleted one writes nothing. */
+export async function deleteFhirResource(ctx: AppContext, context: CommandContext, input: { resourceType: ClinicalResourceType; id: string; expectedVersion?: number }): Promise<WrittenVersion> {
+  return writeAlone(ctx, planDelete(context, input));
 }
 
 const claimCommand = (employerId: string, emailIndex: string, patientId: string, context: CommandContext): StreamCommand<any, any, any> => ({

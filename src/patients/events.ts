@@ -51,6 +51,8 @@ const patientEmailReleased = eventSchema('PatientEmailReleased', z.object({ emai
 const clinicalResource = z.object({ resourceType: z.enum(CLINICAL_RESOURCE_TYPES), resourceId: id, patientId: id, sealed });
 const clinicalResourceCreated = eventSchema('ClinicalResourceCreated', clinicalResource);
 const clinicalResourceUpdated = eventSchema('ClinicalResourceUpdated', clinicalResource);
+/** A FHIR delete: the resource's last version is a deletion (reads answer 410, earlier versions stay readable). */
+const clinicalResourceDeleted = eventSchema('ClinicalResourceDeleted', clinicalResource.omit({ sealed: true }));
 
 const cohortUploaded = eventSchema('CohortUploaded', z.object({
   cohortId: id,
@@ -62,7 +64,7 @@ const cohortUploaded = eventSchema('CohortUploaded', z.object({
 
 const patientStreamEvents = [patientRegistered, patientUpdated, patientErased] as const;
 const emailClaimEvents = [patientEmailClaimed, patientEmailReleased] as const;
-const clinicalResourceEvents = [clinicalResourceCreated, clinicalResourceUpdated] as const;
+const clinicalResourceEvents = [clinicalResourceCreated, clinicalResourceUpdated, clinicalResourceDeleted] as const;
 export const patientEvents = [...patientStreamEvents, ...emailClaimEvents, ...clinicalResourceEvents, cohortUploaded] as const;
 
 export type PatientEvent = EventOf<(typeof patientStreamEvents)[number]>;

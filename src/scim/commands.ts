@@ -64,8 +64,9 @@ export async function updateScimUser(ctx: AppContext, writer: ScimWriter, caller
 }
 
 /**
- * SCIM provisions PATIENT users only. It may deactivate or delete an administrator (offboarding, which
- * revokes the keys the administrator created: SPEC 2.1, 4.6), but not re-address one: a SCIM token,
+ * SCIM provisions PATIENT users (administrators only through the groups an administrator mapped to the
+ * role: src/tenants/admin-role.ts). It may deactivate or delete an administrator other than the last
+ * (offboarding, which revokes the keys the administrator created: SPEC 2.1, 4.6), but not re-address one: a SCIM token,
  * which a key with sso:manage can obtain, would otherwise give an administrator the e-mail of an IdP
  * account its holder signs in with, and that SAML sign-in would be the administrator's session.
  */

@@ -13,6 +13,7 @@ import { DomainError } from '../event-store/decider.ts';
 import { assertAllowed, clientAddressKey, createTokenBuckets, type TokenBucketLimit, type TokenBuckets } from '../http/token-buckets.ts';
 import { endSession, endUserSessions, issueSignInToken } from '../identity/commands.ts';
 import { registerUser } from '../tenants/commands.ts';
+import { applySamlAdminRoleMapping } from '../tenants/admin-role.ts';
 import { emailUnavailable } from '../tenants/email-reservation.ts';
 import { findUserByEmail, userEmailOf } from '../../projections/tenants/queries.ts';
 import { getSsoConfiguration, type SsoConfigurationView } from '../../projections/sso/queries.ts';
@@ -187,6 +188,7 @@ export async function finishSamlLogin(ctx: AppContext, saml: SamlRuntime, employ
   }
   const { userId, provisioned } = await resolveUser(ctx, employerId, login, refuse);
   const context: CommandContext = { tenantId: employerId, actor: { type: 'user', id: userId } };
+  await applySamlAdminRoleMapping(ctx, { tenantId: employerId, actor: SAML_ACTOR }, { userId, attributes: login.attributes });
   const event: SamlLoginEvent = { type: 'SamlLoginSucceeded', data: { loginId: randomUUID(), userId, assertionId: login.assertionId, provisioned, idpInitiated: login.idpInitiated } };
   await handleCommand(ctx.commands, { streamName: samlLoginStream(employerId, event.data.loginId), decider: samlLoginDecider, command: { type: 'RecordSamlLogin', event }, context });
   const signIn = await issueSignInToken(ctx, context, { userId, via: 'saml' });

@@ -13,6 +13,10 @@ const userChange = (scimAction: string, otherAction: string, details: (event: Re
   });
 
 export const tenantAuditMappers: AuditMappers = {
+  AdminRoleMappingSet: (event) => ({ action: 'admin_role.mapping.set', targetType: 'employer', targetId: String(event.data.employerId), details: event.data.mapping as Record<string, unknown> }),
+  AdministratorAdded: (event) => ({ action: 'admin_role.grant', targetType: 'user', targetId: String(event.data.userId), details: { via: event.data.via } }),
+  AdministratorRemoved: (event) => ({ action: 'admin_role.revoke', targetType: 'user', targetId: String(event.data.userId), details: { via: event.data.via } }),
+  AdministratorRemovalRefused: (event) => ({ action: 'admin_role.revoke_refused', targetType: 'user', targetId: String(event.data.userId), details: { via: event.data.via, reason: 'LAST_ADMINISTRATOR' } }),
   EmployerCreated: (event) => ({ action: 'employer.create', targetType: 'employer', targetId: String(event.data.employerId), details: { name: event.data.name } }),
   UserRegistered: (event) => ({
     action: provisionActions[event.data.source as keyof typeof provisionActions] ?? 'user.create',

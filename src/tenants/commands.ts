@@ -13,6 +13,8 @@ import { DomainError, fold } from '../event-store/decider.ts';
 import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
 import type { Position } from '../event-store/port.ts';
 import type { Role } from '../auth/principal.ts';
+import { adminIdsOf } from '../../projections/tenants/queries.ts';
+import { recordAdministratorRemovalRefused } from './admin-role.ts';
 import { employerDecider, employerStream } from './employer.ts';
 import { emailHash, emailReservationDecider, emailReservationStream } from './email-reservation.ts';
 import { openProfile, sealProfileFields, type ProfileField, type RegisteredUser, type UserEvent, type UserProfile, type UserSource } from './events.ts';
@@ -98,7 +100,9 @@ const MAX_CHANGE_ATTEMPTS = 5;
 /**
  * Changes a user in one append, all of it or nothing: the user's events, the new e-mail's claim and
  * the old one's release, and, when the user ends up inactive, the revocation of every API key the
- * user created (their ids are in the user's stream, so a key created a moment before is included).
+ * user created (their ids are in the user's stream, so a key created a moment before is included)
+ * and, for an administrator, its removal from the employer's administrators (refused with 409
+ * LAST_ADMINISTRATOR for the last one, the refusal recorded).
  * `target` is computed from the user's state at the revision the append is pinned to; `precondition`
  * (If-Match) is checked against that revision, and a mismatch is 412 PRECONDITION_FAILED. Without a
  * precondition, a concurrent write makes the change start over from the new state.
@@ -141,9 +145,18 @@ export async function changeUser(
       : newEmail ? [reserveEmail(context, newEmail, employerId, userId), ...admitAddressCommands(context, newEmail, employerId), releaseEmail(context, user.profile.email, userId)] : [];
     const deactivates = 'delete' in wanted || !wanted.active;
     const revocations = deactivates ? revokeKeyCommands(context, employerId, user.apiKeyIds, new Date().toISOString()) : [];
+    // Deactivating an administrator removes it from the employer's administrators: refused for the last one.
+    const administratorRemovals = deactivates && user.role === 'EMPLOYER_ADMIN'
+      ? [{
+          streamName: employerStream(employerId),
+          decider: employerDecider,
+          command: { type: 'RemoveAdministrator', userId, via: 'deactivation', knownAdministrators: await adminIdsOf(deps.personalData.db, employerId) } as const,
+          context,
+        }]
+      : [];
     try {
-      const { results, position } = await handleCommands(deps, [userCommand, ...emailCommands, ...revocations]);
-      const revokedKeyHashes = results.slice(1 + emailCommands.length).flatMap(({ newEvents, state }) => {
+      const { results, position } = await handleCommands(deps, [userCommand, ...emailCommands, ...administratorRemovals, ...revocations]);
+      const revokedKeyHashes = results.slice(1 + emailCommands.length + administratorRemovals.length).flatMap(({ newEvents, state }) => {
         const key = state as ApiKeyState;
         return newEvents.length > 0 && key.status !== 'absent' ? [key.keyHash] : [];
       });
@@ -151,6 +164,7 @@ export async function changeUser(
     } catch (error) {
       const moved = error instanceof DomainError && error.code === 'PRECONDITION_FAILED';
       if (moved && !precondition && attempt < MAX_CHANGE_ATTEMPTS) continue;
+      if (error instanceof DomainError && error.code === 'LAST_ADMINISTRATOR') await recordAdministratorRemovalRefused(deps, context, { userId, via: 'deactivation' });
       throw error;
     }
   }

@@ -8,6 +8,34 @@ import { eventSchema, type EventOf } from '../event-store/schemas.ts';
 
 const employerCreated = eventSchema('EmployerCreated', z.object({ employerId: z.string(), name: z.string(), createdAt: z.string() }));
 
+/**
+ * Which IdP groups make their members administrators: SCIM groups named by id or displayName
+ * (displayName compared without case), and SAML assertions carrying one of `samlValues` in the
+ * attribute `samlAttribute` (null: no SAML mapping).
+ */
+export const adminRoleMapping = z.object({
+  scimGroups: z.array(z.string()),
+  samlAttribute: z.string().nullable(),
+  samlValues: z.array(z.string()),
+});
+export type AdminRoleMapping = z.infer<typeof adminRoleMapping>;
+export const NO_ADMIN_ROLE_MAPPING: AdminRoleMapping = { scimGroups: [], samlAttribute: null, samlValues: [] };
+
+/** How a user came to be, or stopped being, an administrator. */
+export const ADMIN_ROLE_SOURCES = ['scim_group', 'saml_attribute', 'deactivation'] as const;
+export type AdminRoleSource = (typeof ADMIN_ROLE_SOURCES)[number];
+
+const adminRoleMappingSet = eventSchema('AdminRoleMappingSet', z.object({ employerId: z.string(), mapping: adminRoleMapping }));
+/**
+ * The employer's administrators as the read model showed them when the employer's stream first
+ * needed them (employers whose stream predates the administrator set); later changes are events below.
+ */
+const administratorsRecorded = eventSchema('AdministratorsRecorded', z.object({ userIds: z.array(z.string()) }));
+const administratorAdded = eventSchema('AdministratorAdded', z.object({ userId: z.string(), via: z.enum(ADMIN_ROLE_SOURCES) }));
+const administratorRemoved = eventSchema('AdministratorRemoved', z.object({ userId: z.string(), via: z.enum(ADMIN_ROLE_SOURCES) }));
+/** The IdP would have removed the last administrator: refused, and recorded for the audit log and the administrators' mail. */
+const administratorRemovalRefused = eventSchema('AdministratorRemovalRefused', z.object({ userId: z.string(), via: z.enum(ADMIN_ROLE_SOURCES) }));
+
 /** One SCIM e-mail of a user (RFC 7643 `emails`); `email` below is the one the user signs in with. */
 export const userEmail = z.object({ value: z.string(), type: z.string().optional(), primary: z.boolean().optional() });
 export type UserEmail = z.infer<typeof userEmail>;
@@ -133,17 +161,22 @@ const userReactivated = eventSchema('UserReactivated', z.object({ userId: z.stri
  * The user created an API key: written in the same append as the key's ApiKeyCreated, so the user's
  * stream knows every key to revoke when the user is deactivated, without asking a lagging read model.
  */
+/** Written with the employer's AdministratorAdded or AdministratorRemoved, in one append. */
+const userRoleChanged = eventSchema('UserRoleChanged', z.object({ userId: z.string(), role: z.enum(ROLES) }));
 const userApiKeyCreated = eventSchema('UserApiKeyCreated', z.object({ userId: z.string(), keyId: z.string() }));
 
 const emailReserved = eventSchema('EmailReserved', z.object({ emailHash: z.string(), employerId: z.string(), userId: z.string() }));
 const emailReleased = eventSchema('EmailReleased', z.object({ emailHash: z.string(), userId: z.string() }));
 
-const userEvents = [userRegistered, userProfileUpdated, userDeactivated, userReactivated, userApiKeyCreated] as const;
+const employerEvents = [employerCreated, adminRoleMappingSet, administratorsRecorded, administratorAdded, administratorRemoved, administratorRemovalRefused] as const;
+const userEvents = [userRegistered, userProfileUpdated, userDeactivated, userReactivated, userRoleChanged, userApiKeyCreated] as const;
 const emailReservationEvents = [emailReserved, emailReleased] as const;
-export const tenantEvents = [employerCreated, ...userEvents, ...emailReservationEvents] as const;
+export const tenantEvents = [...employerEvents, ...userEvents, ...emailReservationEvents] as const;
 
 export type EmployerCreated = EventOf<typeof employerCreated>;
-export type EmployerEvent = EmployerCreated;
+export type EmployerEvent = EventOf<(typeof employerEvents)[number]>;
+export type AdminRoleMappingSet = EventOf<typeof adminRoleMappingSet>;
+export type AdministratorRemovalRefused = EventOf<typeof administratorRemovalRefused>;
 export type UserRegistered = EventOf<typeof userRegistered>;
 /** A registration with its profile opened: what the users read model's row is made from. */
 export type RegisteredUser = Omit<UserRegistered['data'], 'personal'> & UserProfile;

@@ -22,6 +22,8 @@ export type UserCommand =
   | { type: 'ReactivateUser' }
   /** SCIM PUT or PATCH: the profile and the active flag in one decision (one append). */
   | { type: 'ChangeUser'; changes: SealedChanges | null; active: boolean }
+  /** The administrator role given or taken by the IdP's groups (src/tenants/admin-role.ts). */
+  | { type: 'ChangeRole'; role: Role }
   /** Refused for an inactive user, so no key can be created after its creator's deactivation. */
   | { type: 'RecordApiKey'; keyId: string };
 
@@ -52,6 +54,8 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         return state.status === 'absent' ? state : { ...state, status: 'inactive', scimDeleted: state.scimDeleted || event.data.scimDeleted };
       case 'UserReactivated':
         return state.status === 'absent' ? state : { ...state, status: 'active' };
+      case 'UserRoleChanged':
+        return state.status === 'absent' ? state : { ...state, role: event.data.role };
       case 'UserApiKeyCreated':
         return state.status === 'absent' ? state : { ...state, apiKeyIds: [...state.apiKeyIds, event.data.keyId] };
     }
@@ -72,9 +76,13 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
           ? []
           : [{ type: 'UserProfileUpdated', data: { userId: state.userId, fields: changes.fields, personal: { sealed: changes.sealed } } }];
       }
-      case 'DeactivateUser':
+      case 'DeactivateUser': {
         if (state.status === 'inactive' && (state.scimDeleted || !command.scimDelete)) return [];
-        return [{ type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
+        // Deactivation takes the administrator role away (the employer's AdministratorRemoved is in the
+        // same append): a reactivated user is an administrator again only through a mapped group.
+        const demoted: UserEvent[] = state.role === 'EMPLOYER_ADMIN' ? [{ type: 'UserRoleChanged', data: { userId: state.userId, role: 'PATIENT' } }] : [];
+        return [...demoted, { type: 'UserDeactivated', data: { userId: state.userId, scimDeleted: command.scimDelete } }];
+      }
       case 'ReactivateUser':
         if (state.scimDeleted) throw new DomainError('not_found', 'NOT_FOUND', 'The user was deleted.');
         return state.status === 'active' ? [] : [{ type: 'UserReactivated', data: { userId: state.userId } }];
@@ -83,6 +91,8 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         const afterUpdate = updated.reduce(userDecider.evolve, state);
         return [...updated, ...decide(command.active ? { type: 'ReactivateUser' } : { type: 'DeactivateUser', scimDelete: false }, afterUpdate)];
       }
+      case 'ChangeRole':
+        return state.role === command.role ? [] : [{ type: 'UserRoleChanged', data: { userId: state.userId, role: command.role } }];
       case 'RecordApiKey':
         if (state.status !== 'active') throw new DomainError('forbidden', 'USER_DEACTIVATED', 'A deactivated user cannot create API keys.');
         return [{ type: 'UserApiKeyCreated', data: { userId: state.userId, keyId: command.keyId } }];

@@ -2,18 +2,9 @@
 // other within a second, and the rate limit holds across both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders, PROBE_SCOPE } from '../support/api-keys.ts';
+import { eventually } from '../support/eventually.ts';
 import type { TestService } from '../support/service.ts';
 import { startKeyService, testClock } from './key-service.ts';
-
-/** Polls `probe` until it returns true or `withinMs` has passed; returns whether it did. */
-async function eventually(probe: () => Promise<boolean>, withinMs: number): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  do {
-    if (await probe()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  } while (Date.now() < deadline);
-  return probe();
-}
 
 describe('API keys across two server processes', () => {
   const clock = testClock(); // both processes in the same rate-limit window

@@ -12,13 +12,21 @@ const ROUTE_OF: Record<string, string> = {
   'update': 'PUT /:resourceType/:id',
   'create': 'POST /:resourceType',
   'search-type': 'GET /:resourceType',
+  'delete': 'DELETE /:resourceType/:id',
+  'history-instance': 'GET /:resourceType/:id/_history',
+  'history-type': 'GET /:resourceType/_history',
+  'system transaction': 'POST /',
+  'system batch': 'POST /',
   'Patient everything': 'GET /Patient/:id/$everything',
   'Patient export': 'GET /Patient/$export',
   'Group export': 'GET /Group/:cohortId/$export',
   'system export': 'GET /$export',
 };
-/** Routes under /api/fhir that are parts of what the statement lists (POST _search, POST kick-offs, Bulk Data status and files) or the statement itself. */
-const PARTS = ['GET /metadata', 'POST /:resourceType/_search', 'POST /$export', 'POST /Patient/$export', 'POST /Group/:cohortId/$export',
+/**
+ * Routes under /api/fhir that are parts of what the statement lists (POST _search, POST kick-offs, Bulk
+ * Data status and files), the statement itself, or SMART discovery (its rest.security names SMART-on-FHIR).
+ */
+const PARTS = ['GET /metadata', 'GET /.well-known/smart-configuration', 'POST /:resourceType/_search', 'POST /$export', 'POST /Patient/$export', 'POST /Group/:cohortId/$export',
   'GET /bulk-export/:exportId', 'DELETE /bulk-export/:exportId', 'GET /bulk-export/:exportId/files/:fileName'];
 
 describe('metadata', () => {
@@ -30,8 +38,9 @@ describe('metadata', () => {
     const types = statement.rest[0].resource.map((resource: any) => resource.type);
     expect(types).toEqual(['Patient', 'CarePlan', 'Observation', 'DiagnosticReport', 'MedicationRequest', 'Group']);
     const patient = statement.rest[0].resource[0];
-    expect(patient.interaction.map((i: any) => i.code)).toEqual(['search-type', 'read', 'vread', 'create', 'update']);
-    expect(patient).toMatchObject({ versioning: 'versioned', readHistory: true, conditionalCreate: true, conditionalRead: 'not-match', updateCreate: false });
+    expect(patient.interaction.map((i: any) => i.code)).toEqual(['search-type', 'read', 'vread', 'create', 'update', 'delete', 'history-instance', 'history-type']);
+    expect(patient).toMatchObject({ versioning: 'versioned', readHistory: true, conditionalCreate: true, conditionalRead: 'not-match', updateCreate: false, conditionalDelete: 'not-supported' });
+    expect(statement.rest[0].interaction.map((i: any) => i.code)).toEqual(['transaction', 'batch']);
     expect(patient.searchParam.map((p: any) => p.name)).toEqual(['_id', '_lastUpdated', 'email', 'identifier', 'name', 'family', 'given', 'birthdate']);
     expect(patient.searchInclude).toEqual([]);
     expect(patient.searchRevInclude).toEqual(['CarePlan:subject', 'CarePlan:patient', 'Observation:subject', 'Observation:patient', 'DiagnosticReport:subject', 'DiagnosticReport:patient', 'MedicationRequest:subject', 'MedicationRequest:patient']);

@@ -1,5 +1,5 @@
-// The FHIR rate limit (src/patients/fhir/routes.ts): 120 requests a minute per employer, on a service
-// of its own (the other FHIR tests lift it).
+// The FHIR rate limit (src/patients/fhir/routes.ts): 120 requests a minute per employer (a bundle's
+// entries each one), on a service of its own (the other FHIR tests lift it).
 import { describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
 import { startTestService } from '../support/service.ts';
@@ -25,6 +25,26 @@ describe('rate limit', () => {
       expect(allowed).toBeLessThanOrEqual(120 + Math.ceil(((Date.now() - started) / 1000) * 2));
       expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(((await last!.json()) as any).issue[0].code).toBe('throttled');
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('counts each entry of a bundle as a request', async () => {
+    const limited = await startTestService({ env: { FHIR_RATE_LIMIT_PER_MIN: '150' } });
+    try {
+      const tenant = await limited.createTenant();
+      const { rawKey } = await createApiKey(limited, tenant, { scopes: ['fhir:read', 'fhir:write'], rateLimitPerMinute: 100_000 });
+      const batch = () => fetch(`${limited.url}/api/fhir`, {
+        method: 'POST',
+        headers: { ...keyHeaders(rawKey), 'content-type': 'application/fhir+json' },
+        body: JSON.stringify({ resourceType: 'Bundle', type: 'batch', entry: Array.from({ length: 100 }, () => ({ request: { method: 'GET', url: 'Patient?_count=0' } })) }),
+      });
+      expect((await batch()).status).toBe(200);
+      // 50 of the 150 left, and 2.5 more a second: a second bundle of 100 within the next 20 s is too many.
+      const second = await batch();
+      expect(second.status).toBe(429);
+      expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
     } finally {
       await limited.stop();
     }

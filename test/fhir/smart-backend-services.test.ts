@@ -2,7 +2,8 @@
 // jose, a token from the token endpoint, then nothing but Authorization: Bearer): fhirclient (npm, its
 // node entry) reading, paging every page (pageLimit: 0), resolving references and client.patient.request;
 // fhir-kit-client paging with the bearer token; and a Bulk Data export at system, Patient and Group
-// level, files downloaded with the same token. Every FHIR body is checked by the R4 validator.
+// level, files downloaded with the same token; batch and transaction Bundles within the token's types.
+// Every FHIR body is checked by the R4 validator.
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import smart from 'fhirclient';
@@ -146,5 +147,66 @@ describe('a token granted some types only', () => {
     // With every type granted, the same patient's everything holds its Observations too.
     const all = await get(`Patient/${patientIds[0]}/$everything`, token);
     expect(all.body.entry.map((entry: any) => entry.resource.resourceType).sort()).toEqual(['Observation', 'Observation', 'Patient']);
+  });
+});
+
+describe('batch and transaction Bundles with a token limited to some types', () => {
+  it('checks each entry against the types its scopes name: fhir:read for GET, fhir:write for the others (403 OperationOutcome)', async () => {
+    // An employer of its own: the exports above count this employer's Observations.
+    const own = await service.createTenant();
+    const [patientId] = (await addPatients(service, own, 1)).patientIds;
+    const bundleWith = (accessToken: string) => async (bundle: Record<string, unknown>) => {
+      const response = await fetch(base, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/fhir+json' }, body: JSON.stringify(bundle) });
+      const body = (await response.json()) as any;
+      expectValid(body);
+      return { status: response.status, body };
+    };
+    const observation = { resourceType: 'Observation', status: 'final', code: { text: 'weight' }, subject: { reference: `Patient/${patientId}` }, valueQuantity: { value: 80, unit: 'kg' } };
+    const observationsToken = await accessToken(service, await registerSmartClient(service, own, { scopes: ['system/Observation.cruds'] }), 'system/Observation.cruds');
+    const observationsOnly = bundleWith(observationsToken);
+
+    const batch = await observationsOnly({
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: [
+        { resource: observation, request: { method: 'POST', url: 'Observation' } },
+        { request: { method: 'GET', url: `Observation?subject=Patient/${patientId}` } },
+        { request: { method: 'GET', url: `Patient/${patientId}` } },
+        { resource: { resourceType: 'Patient', name: [{ family: 'Refused' }] }, request: { method: 'POST', url: 'Patient' } },
+        { request: { method: 'DELETE', url: `Patient/${patientId}` } },
+      ],
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.body.entry.map((entry: any) => entry.response.status)).toEqual(['201 Created', '200 OK', '403', '403', '403']);
+    expect(batch.body.entry[1].resource).toMatchObject({ resourceType: 'Bundle', type: 'searchset', total: 1 });
+    expect(batch.body.entry.slice(2).map((entry: any) => entry.response.outcome.issue[0].code)).toEqual(['forbidden', 'forbidden', 'forbidden']);
+    expect(batch.body.entry[2].response.outcome.issue[0].diagnostics).toContain('GET entries of Patient need fhir:read for Patient');
+
+    const transaction = await observationsOnly({
+      resourceType: 'Bundle',
+      type: 'transaction',
+      entry: [
+        { resource: observation, request: { method: 'POST', url: 'Observation' } },
+        { request: { method: 'GET', url: `Patient/${patientId}` } },
+      ],
+    });
+    expect(transaction.status).toBe(403);
+    expect(transaction.body.issue[0]).toMatchObject({ code: 'forbidden', diagnostics: expect.stringContaining('entry 1: GET entries of Patient need fhir:read for Patient') });
+    // Refused as a whole: entry 0's Observation was not written (only the batch's is there).
+    const search = await fetch(`${base}/Observation?subject=Patient/${patientId}`, { headers: { authorization: `Bearer ${observationsToken}` } });
+    expect(((await search.json()) as any).total).toBe(1);
+
+    // A conditional create answers with its match: a token that may create Observations but not read them is refused it.
+    const createOnly = bundleWith(await accessToken(service, await registerSmartClient(service, own, { scopes: ['system/Observation.c'] }), 'system/Observation.c'));
+    const conditional = await createOnly({
+      resourceType: 'Bundle',
+      type: 'batch',
+      entry: [
+        { resource: observation, request: { method: 'POST', url: 'Observation', ifNoneExist: `subject=Patient/${patientId}` } },
+        { resource: observation, request: { method: 'POST', url: 'Observation' } },
+      ],
+    });
+    expect(conditional.body.entry.map((entry: any) => entry.response.status)).toEqual(['403', '201 Created']);
+    expect(conditional.body.entry[0].response.outcome.issue[0].diagnostics).toContain('needs fhir:read (for Observation)');
   });
 });

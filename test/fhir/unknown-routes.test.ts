@@ -6,7 +6,7 @@ import { base, client, mainHeaders, newPatient } from './fhir-api.ts';
 
 describe('unknown FHIR routes and methods', () => {
   it('answers an unknown path with 404 not-found, as an OperationOutcome', async () => {
-    for (const path of ['/Observation/o1/_history', '/Patient/p1/nothing/here', '/Patient/p1/_history/1/more']) {
+    for (const path of ['/Observation/o1/_nothing', '/Patient/p1/nothing/here', '/Patient/p1/_history/1/more']) {
       const response = await fetch(`${base}${path}`, { headers: mainHeaders });
       expect(response.status, path).toBe(404);
       expect(response.headers.get('content-type'), path).toContain('application/fhir+json');
@@ -17,10 +17,12 @@ describe('unknown FHIR routes and methods', () => {
   it('answers a known path with a method it does not serve with 405 not-supported and the methods it serves in Allow', async () => {
     const patient = (await client.create({ resourceType: 'Patient', body: newPatient() })) as any;
     const cases: [string, string, string][] = [
-      ['PATCH', `/Patient/${patient.id}`, 'GET, HEAD, PUT'],
+      ['PATCH', `/Patient/${patient.id}`, 'DELETE, GET, HEAD, PUT'],
       ['DELETE', '/Patient', 'GET, HEAD, POST'],
       ['PUT', `/Patient/${patient.id}/_history/1`, 'GET, HEAD'],
-      ['DELETE', '/Patient/_search', 'GET, HEAD, POST, PUT'],
+      ['DELETE', `/Patient/${patient.id}/_history`, 'GET, HEAD'],
+      ['PATCH', '/Patient/_search', 'DELETE, GET, HEAD, POST, PUT'],
+      ['GET', '', 'POST'],
     ];
     for (const [method, path, allow] of cases) {
       const response = await fetch(`${base}${path}`, { method, headers: mainHeaders });

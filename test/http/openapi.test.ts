@@ -106,7 +106,7 @@ describe('the OpenAPI description', () => {
 
   it('documents every operation\'s 4XX answers in the shape of its routes: Error, OperationOutcome under /api/fhir, ScimError under /api/scim/v2', async () => {
     const document = (await (await fetch(`${service.url}/api/openapi`)).json()) as Document;
-    const shapeOf = (path: string) => (path.startsWith('/api/fhir/') ? ['application/fhir+json', 'OperationOutcome']
+    const shapeOf = (path: string) => (path === '/api/fhir' || path.startsWith('/api/fhir/') ? ['application/fhir+json', 'OperationOutcome']
       : path.startsWith('/api/scim/v2/') ? ['application/scim+json', 'ScimError']
       : path.startsWith('/api/oauth/') ? ['application/json', 'OAuthError'] : ['application/json', 'Error']);
     const wrong: string[] = [];

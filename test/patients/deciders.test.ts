@@ -56,6 +56,15 @@ describe('clinical resource decider', () => {
     given([created]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).thenThrows({ kind: 'precondition_failed' });
     given([]).when({ type: 'UpdateResource', ...content }).thenThrows({ kind: 'not_found' });
   });
+  it('deletes as a version of its own, once; an update brings a deleted resource back', () => {
+    const identity = { resourceType: 'Observation' as const, resourceId: 'o1' };
+    const deleted: ClinicalResourceEvent = { type: 'ClinicalResourceDeleted', data: { ...identity, patientId: 'p1' } };
+    given([created]).when({ type: 'DeleteResource', ...identity }).then([deleted]);
+    given([created, deleted]).when({ type: 'DeleteResource', ...identity }).then([]);
+    given([created]).when({ type: 'DeleteResource', ...identity, expectedVersion: 2 }).thenThrows({ kind: 'precondition_failed' });
+    given([]).when({ type: 'DeleteResource', ...identity }).thenThrows({ kind: 'not_found' });
+    given([created, deleted]).when({ type: 'UpdateResource', ...content, expectedVersion: 2 }).then([{ type: 'ClinicalResourceUpdated', data: content }]);
+  });
 });
 
 describe('cohort decider', () => {

@@ -3,6 +3,7 @@
 // created, however recent; and the key pipeline refuses a key whose creator is deactivated.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { secondAdministrator } from '../tenants/admin-role-kit.ts';
 import { apiKeyDecider, apiKeyStream } from '../../src/api-keys/api-key.ts';
 import { createApiKey as createApiKeyCommand } from '../../src/api-keys/commands.ts';
 import { displayPrefixOf, generateRawKey, hashRawKey } from '../../src/api-keys/raw-key.ts';
@@ -103,6 +104,7 @@ describe('SCIM writes are atomic', () => {
 
   it('revokes, in the deactivation append, a key created a moment before (no read model consulted)', async () => {
     const tenant = await scimTenant(service);
+    await secondAdministrator(service, tenant);
     // Created without waiting for any read model: the api_keys row may not exist yet.
     const unhurried = { ...service.ctx, commands: { ...service.ctx.commands, waitForProjections: async () => {} } };
     const context = { tenantId: tenant.employerId, actor: { type: 'user', id: tenant.adminUserId } } as const;
@@ -125,6 +127,7 @@ describe('SCIM writes are atomic', () => {
 
   it('refuses with 401 API_KEY_REVOKED a key whose creator is deactivated, even one never revoked', async () => {
     const tenant = await scimTenant(service);
+    await secondAdministrator(service, tenant);
     // A key as keys were created before the creator's stream recorded them: only its own stream knows it.
     const keyId = `key_${randomUUID().replaceAll('-', '')}`;
     const rawKey = generateRawKey();

@@ -3,6 +3,7 @@
 // employers, tenant isolation, what deactivation does to keys and sessions, and the audit trail.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secondAdministrator } from '../tenants/admin-role-kit.ts';
 import { capabilities } from '../../src/capabilities.ts';
 import { createApiKey, keyHeaders, probeCapability } from '../support/api-keys.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -180,8 +181,9 @@ describe('SCIM service', () => {
     expect((await fresh.request('GET', '/Users')).status).toBe(401);
   });
 
-  it("deactivation revokes the user's API keys and ends its sessions (the admin is a SCIM user too)", async () => {
+  it("deactivation revokes the user's API keys and ends its sessions (the admin is a SCIM user too, not the last one)", async () => {
     const tenant = await scimTenant(service);
+    await secondAdministrator(service, tenant);
     const { rawKey } = await createApiKey(service, tenant, { scopes: ['webhook:manage'] });
     expect((await fetch(`${service.url}/probe/scoped`, { headers: keyHeaders(rawKey) })).status).toBe(200);
     expect((await fetch(`${service.url}/api/auth/session`, { headers: { cookie: tenant.cookie } })).status).toBe(200);

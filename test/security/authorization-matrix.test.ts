@@ -123,6 +123,8 @@ const PATIENT_OPERATIONS = [
   'GET /api/fhir/{resourceType}/{id}',
   'GET /api/fhir/{resourceType}/{id}/_history/{versionId}',
   'GET /api/fhir/Patient/{id}/$everything',
+  'GET /api/fhir/{resourceType}/{id}/_history',
+  'GET /api/fhir/{resourceType}/_history',
 ];
 
 function cronExpectation(caller: Caller): Expected {
@@ -162,6 +164,7 @@ const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
 const objectParams = (route: Route) => (route.operation.parameters ?? []).filter((parameter) => parameter.in === 'path' && !['resourceType', 'employerId'].includes(parameter.name) && !(route.path.startsWith(`${SCIM_PREFIX}/`) && parameter.name === 'id'));
 const modesOf = (operation: Operation) => new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)));
 const isScim = (route: Route) => route.path.startsWith(SCIM_PREFIX);
+const isFhirDelete = (route: Route) => route.key === 'DELETE /api/fhir/{resourceType}/{id}';
 const isPublic = (route: Route) => (route.operation.security ?? []).length === 0;
 
 /** The answer a caller must get, from the route's declared authorization. */
@@ -354,6 +357,7 @@ describe('the authorization matrix', () => {
       keyId: async () => (await createApiKey(service, a.tenant, { scopes: ['webhook:manage'], name: 'matrix fresh' })).id,
       webhookId: async () => String((await a.admin.post('/api/employer/webhooks', { url: UNREACHABLE_HTTPS, events: ['test.ping'] })).body.id),
       deliveryId: testDelivery,
+      id: async () => observation(a.otherPatientId),
       patientId: async () => {
         const email = `fresh.${randomUUID()}@example.test`;
         await a.admin.post('/api/employer/upload-cohort', { patients: [{ email, firstName: 'Fresh', lastName: 'Member' }] });
@@ -447,10 +451,12 @@ describe('the authorization matrix', () => {
     switch (name) {
       case 'employerId':
         return route.operation['x-platform-family'] && caller.other ? ids.otherEmployerId : ids.employerId;
+      // FHIR DELETE of a Patient erases it, for an administrator's session only: the matrix deletes Observations.
       case 'resourceType':
-        return 'Patient';
+        return isFhirDelete(route) ? 'Observation' : 'Patient';
       case 'id':
-        return route.path.startsWith(`${SCIM_PREFIX}/ResourceTypes`) ? 'User' : route.path.startsWith(`${SCIM_PREFIX}/Schemas`) ? USER_SCHEMA : ids.otherPatientId;
+        return route.path.startsWith(`${SCIM_PREFIX}/ResourceTypes`) ? 'User' : route.path.startsWith(`${SCIM_PREFIX}/Schemas`) ? USER_SCHEMA
+          : isFhirDelete(route) ? ids.otherObservationId : ids.otherPatientId;
       case 'versionId':
         return '1';
       case 'exportId':

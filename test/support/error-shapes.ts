@@ -16,7 +16,7 @@ export function errorShapeProblem(path: string, status: number, contentType: str
     return ok && contentType.startsWith('application/scim+json') ? null : `not the SCIM error envelope (${contentType}): ${text.slice(0, 200)}`;
   }
   if (path.startsWith('/api/oauth/')) return typeof body.error === 'string' && typeof body.error_description === 'string' ? null : `not an OAuth error body: ${text.slice(0, 200)}`;
-  if (path.startsWith('/api/fhir/')) return body.resourceType === 'OperationOutcome' ? null : `not an OperationOutcome: ${text.slice(0, 200)}`;
+  if (path === '/api/fhir' || path.startsWith('/api/fhir/')) return body.resourceType === 'OperationOutcome' ? null : `not an OperationOutcome: ${text.slice(0, 200)}`;
   const ok = typeof body.code === 'string' && typeof body.message === 'string' && typeof body.requestId === 'string';
   return ok ? null : `not the employer error body: ${text.slice(0, 200)}`;
 }

@@ -48,6 +48,21 @@ describe('user decider', () => {
   });
 });
 
+describe('user decider: the role', () => {
+  const toAdmin: UserEvent = { type: 'UserRoleChanged', data: { userId: 'u1', role: 'EMPLOYER_ADMIN' } };
+  it('changes the role only when it differs', () => {
+    given([registered]).when({ type: 'ChangeRole', role: 'EMPLOYER_ADMIN' }).then([toAdmin]);
+    given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'EMPLOYER_ADMIN' }).then([]);
+    given([registered, toAdmin]).when({ type: 'ChangeRole', role: 'PATIENT' }).then([{ type: 'UserRoleChanged', data: { userId: 'u1', role: 'PATIENT' } }]);
+  });
+
+  it("takes an administrator's role away with its deactivation, role first", () => {
+    given([registered, toAdmin]).when({ type: 'DeactivateUser', scimDelete: false })
+      .then([{ type: 'UserRoleChanged', data: { userId: 'u1', role: 'PATIENT' } }, deactivated]);
+    given([registered]).when({ type: 'DeactivateUser', scimDelete: false }).then([deactivated]);
+  });
+});
+
 describe('profileChanges', () => {
   it('keeps only the fields whose values differ (e-mail lists compared whatever their key order)', () => {
     const emails = [{ value: 'ada@acme.test', type: 'work', primary: true }];

@@ -1,12 +1,13 @@
 // Single sign-on: SAML settings (IdP metadata URL, or entry point, issuer and certificate), what the
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
 // shown once, with rotation and its overlap (scim-token.ts); a SAML trust change an API key proposed, to
-// confirm or discard; the employer's e-mail domains (email-domains.ts); SAML certificates and SP keys
-// (saml-certificates.ts).
+// confirm or discard; the IdP groups mapped to the administrator role (admin-role-mapping.ts); the
+// employer's e-mail domains (email-domains.ts); SAML certificates and SP keys (saml-certificates.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
 import type { Page, Session } from '../main.ts';
+import { adminRoleMappingSection } from './admin-role-mapping.ts';
 import { emailDomainsSection } from './email-domains.ts';
 import { samlCertificatesSection } from './saml-certificates.ts';
 import { SCIM_TOKEN_WARNING, scimTokenControls } from './scim-token.ts';
@@ -116,6 +117,7 @@ export const ssoPage: Page = {
 
     main.append(status.element, once, body);
     await refresh();
+    main.append(await adminRoleMappingSection());
     main.append(await emailDomainsSection());
   },
 };

@@ -1,8 +1,8 @@
 // What the FHIR interactions (one file each: metadata.ts, search.ts, read.ts, vread.ts, create.ts,
-// update.ts, everything.ts) share: the route helper routes.ts builds (base path, OperationOutcome
-// errors, the rate limit, the FHIR content type), their auth and path parameters, reading and
-// answering resources, and the shape of an interaction: its routes and what it adds to the
-// CapabilityStatement.
+// update.ts, delete.ts, history.ts, bundle.ts, everything.ts) share: the route helper routes.ts builds
+// (base path, OperationOutcome errors, the rate limit, the FHIR content type), their auth and path
+// parameters, reading and answering resources, and the shape of an interaction: its routes and what it
+// adds to the CapabilityStatement.
 import type { CapabilityStatementRest, CapabilityStatementRestResource } from '@medplum/fhirtypes';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -12,6 +12,7 @@ import type { RouteDefinition } from '../../http/route.ts';
 import { findResource, withMeta } from '../../../projections/fhir-resources/queries.ts';
 import type { WrittenVersion } from '../commands.ts';
 import { contentOf, FHIR_RESOURCE_TYPES, isFhirResourceType, type FhirJson, type FhirResourceType } from '../events.ts';
+import { gone } from '../patient.ts';
 import { compartmentOf } from './compartment.ts';
 import { FHIR_CONTENT_TYPE, fhirError } from './outcome.ts';
 import { assertValidResource } from './validate.ts';
@@ -31,6 +32,8 @@ export type FhirApi = {
   base: string;
   /** What every interaction and operation served under FHIR_PATH says of itself, for the CapabilityStatement. */
   statement: StatementPart[];
+  /** Spends requests of the employer's FHIR rate limit beyond the one each call spends (429 when spent): a bundle's entries count as requests. */
+  spendRequests: (employerId: string, reply: FastifyReply, requests: number) => void;
 };
 
 /**
@@ -75,12 +78,21 @@ const resourceSchema = (type: string) => resourceFields(type).meta(r4(type));
 export const fhirResourceSchema = z
   .discriminatedUnion('resourceType', FHIR_RESOURCE_TYPES.map(resourceSchema) as [ReturnType<typeof resourceSchema>, ...ReturnType<typeof resourceSchema>[]])
   .meta({ description: 'A FHIR R4 resource of the type in the path (writes are validated against the R4 StructureDefinitions).' });
+/** A Bundle inside an entry: a batch's or transaction's search entry answers a searchset Bundle. */
+const nestedBundleSchema = resourceFields('Bundle').meta({ description: 'A searchset Bundle: the answer of a batch or transaction entry that searches (GET Type?...).' });
 export const fhirBundleSchema = resourceFields('Bundle')
   .extend({
-    type: z.string().meta({ description: 'searchset' }),
+    type: z.string().meta({ description: 'searchset, history, batch-response or transaction-response' }),
     total: z.number().int().optional(),
     link: z.array(z.object({ relation: z.string(), url: z.string() })).optional(),
-    entry: z.array(z.object({ fullUrl: z.string().optional(), resource: fhirResourceSchema }).catchall(z.unknown())).optional(),
+    entry: z
+      .array(
+        z
+          .object({ fullUrl: z.string().optional(), resource: z.union([fhirResourceSchema, nestedBundleSchema]).optional() })
+          .catchall(z.unknown())
+          .meta({ description: 'Without a resource: a deletion (history, batch and transaction responses) or a refused entry (its response.outcome).' }),
+      )
+      .optional(),
   })
   .meta(r4('Bundle'));
 export const capabilityStatementSchema = resourceFields('CapabilityStatement').extend({ fhirVersion: z.string(), format: z.array(z.string()) }).meta(r4('CapabilityStatement'));
@@ -122,6 +134,21 @@ export function acceptedResource(resourceType: FhirResourceType, body: Record<st
 export function headerOf(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** If-Match (the header, or a bundle entry's ifMatch): W/"<versionId>" makes an update or delete conditional on the current version. */
+export function ifMatchVersion(ifMatch: string | undefined): number | undefined {
+  if (ifMatch === undefined) return undefined;
+  const match = /^(?:W\/)?"(\d{1,9})"$/.exec(ifMatch.trim());
+  if (!match) throw fhirError('invalid', 'If-Match must be W/"<versionId>".');
+  return Number(match[1]);
+}
+
+/** The read model's row of a resource that can be read: 410 once deleted or its patient erased. */
+export function readable(found: { resource: FhirJson | null; erased: boolean; deleted: boolean }, resourceType: string, id: string): FhirJson {
+  if (found.deleted && !found.erased) throw fhirError('gone', `${resourceType}/${id} was deleted.`);
+  if (found.erased || !found.resource) throw gone();
+  return found.resource;
 }
 
 export function sendResource(reply: FastifyReply, resource: FhirJson): FhirJson {

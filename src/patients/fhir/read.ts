@@ -1,9 +1,8 @@
-// Read (GET /api/fhir/:resourceType/:id): the current version from the read model; 410 once its
-// patient has been erased. If-None-Match with its current ETag is 304 (conditional read); _elements
-// and _summary return a subset (subset.ts).
+// Read (GET /api/fhir/:resourceType/:id): the current version from the read model; 410 once it has
+// been deleted or its patient erased. If-None-Match with its current ETag is 304 (conditional read);
+// _elements and _summary return a subset (subset.ts).
 import { z } from 'zod';
-import { gone } from '../patient.ts';
-import { fhirResponse, findVisibleResource, headerOf, knownType, readAuth, resourceParams, sendResource, type FhirInteraction } from './interaction.ts';
+import { fhirResponse, findVisibleResource, headerOf, knownType, readable, readAuth, resourceParams, sendResource, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 import { requestedSubset, subset, subsetQuery } from './subset.ts';
 
@@ -15,7 +14,7 @@ export const readInteraction: FhirInteraction = {
     route({
       method: 'GET',
       url: '/:resourceType/:id',
-      summary: 'Read a resource (410 once its patient has been erased)',
+      summary: 'Read a resource (410 once deleted or its patient erased)',
       description: 'If-None-Match with the current ETag (W/"<versionId>", compared weakly, or *) answers 304 without a body.',
       auth: readAuth,
       params: resourceParams,
@@ -25,13 +24,12 @@ export const readInteraction: FhirInteraction = {
         const resourceType = knownType(params.resourceType);
         if (query._summary === 'count') throw fhirError('invalid', '_summary=count is for searches.');
         const keys = requestedSubset(resourceType, query);
-        const found = await findVisibleResource(ctx, principal, resourceType, params.id);
-        if (found.erased || !found.resource) throw gone();
+        const resource = readable(await findVisibleResource(ctx, principal, resourceType, params.id), resourceType, params.id);
         // Weak comparison (RFC 9110 13.1.2): W/"2" and "2" name the same version.
-        const version = `"${found.resource.meta.versionId}"`;
+        const version = `"${resource.meta.versionId}"`;
         const ifNoneMatch = headerOf(request, 'if-none-match');
         if (ifNoneMatch?.split(',').some((tag) => ['*', version].includes(tag.trim().replace(/^W\//, '')))) return reply.status(304).header('etag', `W/${version}`).send();
-        return sendResource(reply, keys === null ? found.resource : subset(found.resource, keys));
+        return sendResource(reply, keys === null ? resource : subset(resource, keys));
       },
     }),
 };

@@ -37,21 +37,25 @@ const COMMON_PARAMETERS = [
 
 const single = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
-function searchRoutes({ ctx, route, base }: FhirApi) {
-  const search = async (principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> => {
-    const resourceType = knownType(type);
-    const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
-    const summary = single(parameters._summary);
-    if (summary !== undefined && !(SUMMARY_VALUES as readonly string[]).includes(summary)) throw fhirError('invalid', `_summary is one of ${SUMMARY_VALUES.join(', ')}.`);
-    const keys = requestedSubset(resourceType, { _elements: single(parameters._elements), _summary: summary as Summary | undefined });
-    const restrictions = compartmentCondition(await compartmentOf(ctx, principal));
-    const result = await runSearch(ctx.db.slonik, principal.employerId, { ...request, conditions: [...request.conditions, ...restrictions] });
-    const refused = request.inclusions.map((inclusion) => (inclusion.direction === 'include' ? 'Patient' : inclusion.sourceType)).find((type) => !mayRead(principal, type));
-    if (refused) throw fhirError('forbidden', `The access token's scopes do not allow reading ${refused}, which _include/_revinclude asks for.`);
-    const included = await runInclusions(ctx.db.slonik, principal.employerId, request, result.resources, restrictions);
-    const shown = (resource: FhirJson) => (keys === null || resource.resourceType !== resourceType ? resource : subset(resource, keys));
-    return searchBundle(base, request, { ...result, resources: result.resources.map(shown) }, included);
-  };
+/** A search as the caller may make it (a PATIENT session's confined to its compartment): a searchset Bundle. Also a bundle's GET entry (bundle.ts). */
+export async function searchAs({ ctx, base }: Pick<FhirApi, 'ctx' | 'base'>, principal: Principal, type: string, parameters: QueryParameters): Promise<Bundle> {
+  const resourceType = knownType(type);
+  const request = parseSearch(resourceType, parameters, { employerId: principal.employerId, encryptionKey: ctx.encryptionKey });
+  const summary = single(parameters._summary);
+  if (summary !== undefined && !(SUMMARY_VALUES as readonly string[]).includes(summary)) throw fhirError('invalid', `_summary is one of ${SUMMARY_VALUES.join(', ')}.`);
+  const keys = requestedSubset(resourceType, { _elements: single(parameters._elements), _summary: summary as Summary | undefined });
+  const restrictions = compartmentCondition(await compartmentOf(ctx, principal));
+  const result = await runSearch(ctx.db.slonik, principal.employerId, { ...request, conditions: [...request.conditions, ...restrictions] });
+  const refused = request.inclusions.map((inclusion) => (inclusion.direction === 'include' ? 'Patient' : inclusion.sourceType)).find((type) => !mayRead(principal, type));
+  if (refused) throw fhirError('forbidden', `The access token's scopes do not allow reading ${refused}, which _include/_revinclude asks for.`);
+  const included = await runInclusions(ctx.db.slonik, principal.employerId, request, result.resources, restrictions);
+  const shown = (resource: FhirJson) => (keys === null || resource.resourceType !== resourceType ? resource : subset(resource, keys));
+  return searchBundle(base, request, { ...result, resources: result.resources.map(shown) }, included);
+}
+
+function searchRoutes(api: FhirApi) {
+  const { route } = api;
+  const search = (principal: Principal, type: string, parameters: QueryParameters) => searchAs(api, principal, type, parameters);
 
   route({
     method: 'GET',

@@ -2,8 +2,7 @@
 // current version (412 when stale).
 import { commandContextOf } from '../../auth/principal.ts';
 import { updateFhirResource } from '../commands.ts';
-import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi, type FhirInteraction } from './interaction.ts';
-import { fhirError } from './outcome.ts';
+import { acceptedResource, fhirResourceSchema, fhirResponse, headerOf, ifMatchVersion, knownType, representation, resourceBody, resourceParams, respondWritten, writeAuth, type FhirApi, type FhirInteraction } from './interaction.ts';
 
 function updateRoutes({ ctx, route, base }: FhirApi) {
   route({
@@ -18,14 +17,12 @@ function updateRoutes({ ctx, route, base }: FhirApi) {
     handler: async ({ params, body, principal, request, reply }) => {
       const resourceType = knownType(params.resourceType);
       const resource = acceptedResource(resourceType, body);
-      const ifMatch = headerOf(request, 'if-match');
-      const match = ifMatch === undefined ? null : /^(?:W\/)?"(\d{1,9})"$/.exec(ifMatch.trim());
-      if (ifMatch !== undefined && !match) throw fhirError('invalid', 'If-Match must be W/"<versionId>".');
+      const expectedVersion = ifMatchVersion(headerOf(request, 'if-match'));
       const written = await updateFhirResource(ctx, commandContextOf(principal, request.id), {
         resourceType,
         id: params.id,
         resource,
-        ...(match ? { expectedVersion: Number(match[1]) } : {}),
+        ...(expectedVersion === undefined ? {} : { expectedVersion }),
       });
       return respondWritten(base, request, reply, 200, representation(resourceType, written, resource));
     },

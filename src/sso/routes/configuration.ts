@@ -174,8 +174,8 @@ export function ssoConfigurationRoutes(options: { idpMetadataCa?: string }): Rou
         '(`pendingTrustChange`, answered 202), which takes effect only when an administrator confirms it in a browser session ' +
         '(POST /api/employer/sso/trust-changes/{changeId}/confirm); until then SAML signs in as before. A later proposal replaces the pending one (keeping the values it does not name) under a new id. ' +
         "samlEnabled: false applies at once with a key too (it only takes trust away); the other fields always apply at once. Every trust change (proposed, confirmed, discarded, or made directly) is audited and e-mailed to the employer's administrators.\n\n" +
-        '**SCIM token.** Issuing and rotating it is within sso:manage ("Manage SSO and SCIM configuration"): the token provisions PATIENT users only and signs no one in, ' +
-        "and it never changes an administrator's userName or sign-in e-mail (400 mutability; it may deactivate one, which revokes the keys that administrator created).",
+        '**SCIM token.** Issuing and rotating it is within sso:manage ("Manage SSO and SCIM configuration"): the token provisions PATIENT users (administrators only through groups an administrator mapped to the role in a session: /api/employer/admin-role-mapping) and signs no one in, ' +
+        "and it never changes an administrator's userName or sign-in e-mail (400 mutability; it may deactivate one, not the last (409), which revokes the keys that administrator created).",
       tags: ['SSO'],
       auth: SSO_AUTH,
       body: ssoConfigurationUpdateSchema,
