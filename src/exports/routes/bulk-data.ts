@@ -17,8 +17,8 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { AppContext } from '../../app-context.ts';
-import type { Principal } from '../../auth/principal.ts';
-import { FHIR_PATH, mayRead } from '../../patients/fhir/interaction.ts';
+import { holdsScopeFor, type Principal } from '../../auth/principal.ts';
+import { FHIR_PATH } from '../../patients/fhir/interaction.ts';
 import { FHIR_CONTENT_TYPE, fhirError, fhirErrorShape } from '../../patients/fhir/outcome.ts';
 import { defineRoute } from '../../http/route.ts';
 import { acceptJson, type RoutePlugin } from '../../http/server.ts';
@@ -44,7 +44,7 @@ const fileParams = exportIdParams.extend({ fileName: z.string().max(100) });
 
 /** A SMART access token exports only the types its scopes let it read (403 when none of those asked). */
 function grantedTypesOf(principal: Principal, parameters: Omit<BulkRequest, 'url'>): Omit<BulkRequest, 'url'> {
-  const types = parameters.types.filter((type) => mayRead(principal, type));
+  const types = parameters.types.filter((type) => holdsScopeFor(principal, 'fhir:read', type));
   if (types.length === 0) throw fhirError('forbidden', `The access token may read none of the types asked for (${parameters.types.join(', ')}).`);
   return { ...parameters, types };
 }

@@ -4,12 +4,13 @@
 // its own Patient (any other is 404, as for a read).
 import type { Bundle } from '@medplum/fhirtypes';
 import { z } from 'zod';
+import { holdsScopeFor } from '../../auth/principal.ts';
 import { instantMillis, INSTANT_RANGE_MESSAGE } from '../../http/instant.ts';
 import { decodeEverythingCursor, encodeEverythingCursor, patientEverything } from '../../../projections/fhir-resources/everything.ts';
 import { DEFAULT_COUNT, MAX_COUNT } from '../../../projections/fhir-resources/search.ts';
 import { FHIR_RESOURCE_TYPES, isFhirResourceType } from '../events.ts';
 import { gone } from '../patient.ts';
-import { fhirResponse, findVisibleResource, mayRead, readAuth, resourceParams, type FhirInteraction } from './interaction.ts';
+import { fhirResponse, findVisibleResource, readAuth, resourceParams, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 
 export const EVERYTHING_DEFINITION = 'http://hl7.org/fhir/OperationDefinition/Patient-everything';
@@ -40,13 +41,13 @@ export const everythingInteraction: FhirInteraction = {
         if (query._since !== undefined && instantMillis(query._since) === undefined) throw fhirError('invalid', `_since must be a FHIR instant (e.g. 2026-01-02T03:04:05Z), ${INSTANT_RANGE_MESSAGE}.`);
         const count = query._count === undefined ? DEFAULT_COUNT : Number(query._count);
         if (!Number.isInteger(count) || count < 0) throw fhirError('invalid', `_count must be a whole number from 0 to ${MAX_COUNT}.`);
-        if (!mayRead(principal, 'Patient')) throw fhirError('forbidden', 'The access token\'s scopes do not allow reading Patient.');
+        if (!holdsScopeFor(principal, 'fhir:read', 'Patient')) throw fhirError('forbidden', 'The access token\'s scopes do not allow reading Patient.');
         const patient = await findVisibleResource(ctx, principal, 'Patient', params.id);
         if (patient.erased) throw gone();
         const request = {
           patientId: params.id,
           // A SMART token gets only the types its scopes grant.
-          types: FHIR_RESOURCE_TYPES.filter((type) => types.includes(type) && mayRead(principal, type)),
+          types: FHIR_RESOURCE_TYPES.filter((type) => types.includes(type) && holdsScopeFor(principal, 'fhir:read', type)),
           since: query._since ?? null,
           count: Math.min(count, MAX_COUNT),
           cursor: query._cursor === undefined ? null : decodeEverythingCursor(query._cursor),

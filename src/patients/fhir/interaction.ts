@@ -105,17 +105,6 @@ export function knownType(type: string): FhirResourceType {
   return type;
 }
 
-/**
- * Whether the caller may read resources of a type: every caller may, but a SMART access token only the
- * types its scopes grant. Routes that answer other types than the one in their path (included resources,
- * $everything, Bulk Data) ask it; the path's own type is checked at authentication.
- */
-export function mayRead(principal: Principal, resourceType: string): boolean {
-  if (principal.kind !== 'smartClient') return true;
-  const types = principal.resourceTypes['fhir:read'];
-  return types === 'all' || (types ?? []).includes(resourceType);
-}
-
 /** A resource of the caller's employer and compartment; 404 for any other, as for one that does not exist. */
 export async function findVisibleResource(ctx: AppContext, principal: Principal, resourceType: FhirResourceType, id: string) {
   const found = await findResource(ctx.db.slonik, principal.employerId, resourceType, id);

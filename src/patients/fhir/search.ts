@@ -5,14 +5,14 @@
 // to its compartment.
 import type { Bundle } from '@medplum/fhirtypes';
 import { z } from 'zod';
-import type { Principal } from '../../auth/principal.ts';
+import { holdsScopeFor, type Principal } from '../../auth/principal.ts';
 import { SEARCH_PARAMETERS } from '../../../projections/fhir-resources/search-parameters.ts';
 import {
   encodeSearchCursor, includeValues, MAX_COUNT, MAX_INCLUDED, parseSearch, revIncludeValues, runInclusions, runSearch, type QueryParameters, type SearchRequest, type SearchResult,
 } from '../../../projections/fhir-resources/search.ts';
 import type { FhirJson } from '../events.ts';
 import { compartmentCondition, compartmentOf } from './compartment.ts';
-import { fhirBundleSchema, fhirResponse, knownType, mayRead, readAuth, typeParams, type FhirApi, type FhirInteraction } from './interaction.ts';
+import { fhirBundleSchema, fhirResponse, knownType, readAuth, typeParams, type FhirApi, type FhirInteraction } from './interaction.ts';
 import { fhirError } from './outcome.ts';
 import { requestedSubset, subset, subsetQuery, SUMMARY_VALUES, type Summary } from './subset.ts';
 
@@ -46,7 +46,7 @@ export async function searchAs({ ctx, base }: Pick<FhirApi, 'ctx' | 'base'>, pri
   const keys = requestedSubset(resourceType, { _elements: single(parameters._elements), _summary: summary as Summary | undefined });
   const restrictions = compartmentCondition(await compartmentOf(ctx, principal));
   const result = await runSearch(ctx.db.slonik, principal.employerId, { ...request, conditions: [...request.conditions, ...restrictions] });
-  const refused = request.inclusions.map((inclusion) => (inclusion.direction === 'include' ? 'Patient' : inclusion.sourceType)).find((type) => !mayRead(principal, type));
+  const refused = request.inclusions.map((inclusion) => (inclusion.direction === 'include' ? 'Patient' : inclusion.sourceType)).find((type) => !holdsScopeFor(principal, 'fhir:read', type));
   if (refused) throw fhirError('forbidden', `The access token's scopes do not allow reading ${refused}, which _include/_revinclude asks for.`);
   const included = await runInclusions(ctx.db.slonik, principal.employerId, request, result.resources, restrictions);
   const shown = (resource: FhirJson) => (keys === null || resource.resourceType !== resourceType ? resource : subset(resource, keys));
