@@ -9,7 +9,7 @@ import { Socket } from 'node:net';
 import smart from 'fhirclient';
 import { Client as FhirKitClient } from 'fhir-kit-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validationIssues } from '../../src/patients/fhir/validate.ts';
+import { expectValidFhir, validateFhirResponses } from '../support/fhir-validate.ts';
 import { addPatients } from '../support/patients.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { accessToken, registerSmartClient } from '../support/smart-clients.ts';
@@ -17,16 +17,18 @@ import { waitUntil } from '../webhooks/helpers.ts';
 
 let service: TestService;
 let base: string;
+let stopValidating: (() => void) | undefined;
 let token: string;
 let cohortId: string;
 let patientIds: string[];
 let tenant: Awaited<ReturnType<TestService['createTenant']>>;
 
-const expectValid = (resource: unknown) => expect(validationIssues(resource)).toEqual([]);
+const expectValid = (resource: unknown) => expectValidFhir(resource);
 
 beforeAll(async () => {
   service = await startTestService({ env: { FHIR_RATE_LIMIT_PER_MIN: '100000' } });
   base = `${service.url}/api/fhir`;
+  stopValidating = validateFhirResponses(base);
   tenant = await service.createTenant();
   ({ cohortId, patientIds } = await addPatients(service, tenant, 5));
   const client = await registerSmartClient(service, tenant, { scopes: ['system/*.cruds'] });
@@ -42,6 +44,7 @@ beforeAll(async () => {
   }
 }, 120_000);
 afterAll(async () => {
+  stopValidating?.();
   await service?.stop();
 });
 
@@ -115,6 +118,30 @@ describe('Bulk Data driven by a bearer token', () => {
     expect(new Set(resources.map((resource) => resource.resourceType))).toEqual(new Set(['Patient']));
     const refused = await fetch(`${base}/$export?_type=Observation`, { headers: { authorization: `Bearer ${patientsOnly}`, prefer: 'respond-async' } });
     expect(refused.status).toBe(403);
+  });
+
+  it('honours `patient` and `_typeFilter` of a POSTed kick-off made with the token', async () => {
+    const parameter = [
+      ...patientIds.slice(0, 2).map((id) => ({ name: 'patient', valueReference: { reference: `Patient/${id}` } })),
+      { name: '_type', valueString: 'Patient,Observation' },
+      { name: '_typeFilter', valueString: `Patient?_id=${patientIds[1]}` },
+    ];
+    const kickOff = await fetch(`${base}/Patient/$export`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, prefer: 'respond-async', 'content-type': 'application/fhir+json' },
+      body: JSON.stringify({ resourceType: 'Parameters', parameter }),
+    });
+    expect(kickOff.status).toBe(202);
+    const manifest = await waitUntil('the filtered export', async () => {
+      const polled = await fetch(kickOff.headers.get('content-location')!, { headers: { authorization: `Bearer ${token}` } });
+      return polled.status === 200 ? ((await polled.json()) as any) : false;
+    });
+    const resources = (await Promise.all(manifest.output.map(async (output: { url: string }) => (await (await fetch(output.url, { headers: { authorization: `Bearer ${token}` } })).text()).trimEnd().split('\n'))))
+      .flat().map((line: string) => JSON.parse(line));
+    resources.forEach(expectValid);
+    // The two patients asked for, the Patients filtered to the second; the first one's two Observations.
+    expect(resources.filter((resource) => resource.resourceType === 'Patient').map((resource) => resource.id)).toEqual([patientIds[1]]);
+    expect(resources.filter((resource) => resource.resourceType === 'Observation').map((resource) => resource.subject.reference)).toEqual([`Patient/${patientIds[0]}`, `Patient/${patientIds[0]}`]);
   });
 
   it('exports at system, Patient and Group level with the token alone', async () => {

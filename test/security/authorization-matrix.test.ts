@@ -103,6 +103,8 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
   // A response that is not SAML is refused, whoever posts it.
   'POST /api/auth/saml/callback/{employerId}': { extras: () => ({ form: { SAMLResponse: Buffer.from('<not-saml/>').toString('base64') } }), expect: () => ({ clientError: true }) },
   'GET /api/auth/saml/metadata/{employerId}': { expect: () => ({ status: 200 }) },
+  // No LogoutRequest in the query: refused, whoever calls (a signed one from the IdP ends that user's sessions).
+  'GET /api/auth/saml/logout/{employerId}': { expect: () => ({ clientError: true }) },
   'GET /api/audit/public-key': { expect: () => ({ status: 200 }) },
   // Anonymous; a key presented is checked as on every key route (a key of any scope here: fhir:read is what it must hold).
   'GET /api/fhir/metadata': { expect: () => ({ status: 200 }) },
@@ -118,6 +120,8 @@ const PUBLIC_ROUTES: Record<string, { extras?: (ids: Ids) => Extras; expect: (ca
 const PATIENT_OPERATIONS = [
   'GET /api/auth/session',
   'POST /api/auth/logout',
+  // Signing out at the IdP too (SAML Single Logout): its own session only.
+  'POST /api/auth/saml/logout',
   'GET /api/fhir/{resourceType}',
   'POST /api/fhir/{resourceType}/_search',
   'GET /api/fhir/{resourceType}/{id}',
