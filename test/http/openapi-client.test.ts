@@ -1,18 +1,16 @@
 // A client generated from /api/openapi calls one operation of each security scheme with nothing added
-// by hand. The types are emitted from the served document into a temporary directory, in the shape
-// openapi-typescript emits (console/openapi-types.ts: openapi-typescript itself needs TypeScript 5's
-// compiler API, which the project's TypeScript 7 does not have); a caller written against them is
-// compiled with tsc and run with openapi-fetch. Each credential goes where the operation's `security`
-// and its scheme say (header, cookie or bearer): a middleware reads them from the document. The
-// x-api-version header is a typed parameter, its value the one the operation declares: the caller that
-// leaves it out does not compile.
+// by hand. openapi-typescript generates the types from the served document into a temporary directory
+// (test/tools/openapi-typescript: an npm workspace, since it needs TypeScript 5's compiler API beside the
+// project's TypeScript 7); a caller written against them is compiled with tsc and run with openapi-fetch.
+// Each credential goes where the operation's `security` and its scheme say (header, cookie or bearer): a
+// middleware reads them from the document. The x-api-version header is a typed parameter, its value the
+// one the operation declares: the caller that leaves it out does not compile.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openApiTypes, type OpenApiDocument } from '../../console/openapi-types.ts';
 import { createPlatformToken } from '../../src/workflows/commands.ts';
 import { createApiKey } from '../support/api-keys.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -110,8 +108,9 @@ describe('a client generated from /api/openapi', () => {
       cronSecret: CRON_SECRET,
       platformToken: (await createPlatformToken(service.ctx, { tenantId: null, actor: { type: 'system', id: 'test' } }, { name: 'client test', families: ['invoice'] })).token,
     };
-    const document = (await (await fetch(`${service.url}/api/openapi`)).json()) as OpenApiDocument;
-    await writeFile(join(directory, 'api.ts'), openApiTypes(document));
+    const document: unknown = await (await fetch(`${service.url}/api/openapi`)).json();
+    await writeFile(join(directory, 'openapi.json'), JSON.stringify(document));
+    await run(process.execPath, [join(ROOT, 'test/tools/openapi-typescript/generate.mjs'), join(directory, 'openapi.json'), join(directory, 'api.ts')]);
     await writeFile(join(directory, 'caller.ts'), CALLER);
     await writeFile(join(directory, 'input.json'), JSON.stringify({ baseUrl: service.url, employerId: tenant.employerId, credentials, document }));
     const compilerOptions = { strict: true, noEmit: true, module: 'nodenext', target: 'esnext', allowImportingTsExtensions: true, skipLibCheck: true, types: ['node'] };
