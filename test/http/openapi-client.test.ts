@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPlatformToken } from '../../src/workflows/commands.ts';
 import { createApiKey } from '../support/api-keys.ts';
+import { accessToken, registerSmartClient } from '../support/smart-clients.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableScim } from '../scim/scim-client.ts';
 
@@ -69,6 +70,10 @@ const calls = {
   session: await clientAs('session').GET('/api/employer/api-keys'),
   scimToken: await clientAs('scimToken').GET('/api/scim/v2/Users', { params: { query: { count: 1 } } }),
   cronSecret: await clientAs('cronSecret').GET('/api/cron/integration-alerts'),
+  // The operation also takes API keys, so the header is declared required; a token's call ignores it.
+  smartToken: await clientAs('smartToken').GET('/api/fhir/{resourceType}', {
+    params: { path: { resourceType: 'Patient' }, header: { 'x-api-version': declaredApiVersion('/api/fhir/{resourceType}', 'get') }, query: {} },
+  }),
   platformToken: await clientAs('platformToken').POST('/api/platform/v1/employers/{employerId}/invoices', {
     params: { path: { employerId: input.employerId } },
     body: { number: 'INV-1', amountMinor: 1200, currency: 'EUR', period: { start: '2026-10-01', end: '2026-10-31' } },
@@ -106,6 +111,7 @@ describe('a client generated from /api/openapi', () => {
       session: tenant.cookie.replace(/^ei_session=/, ''),
       scimToken: await enableScim(service, tenant),
       cronSecret: CRON_SECRET,
+      smartToken: await accessToken(service, await registerSmartClient(service, tenant, { scopes: ['system/Patient.rs'] }), 'system/Patient.rs'),
       platformToken: (await createPlatformToken(service.ctx, { tenantId: null, actor: { type: 'system', id: 'test' } }, { name: 'client test', families: ['invoice'] })).token,
     };
     const document: unknown = await (await fetch(`${service.url}/api/openapi`)).json();
@@ -121,7 +127,7 @@ describe('a client generated from /api/openapi', () => {
     expect(compiled).toBe('compiled');
     const { stdout } = await run(process.execPath, [join(directory, 'caller.ts'), join(directory, 'input.json')], { cwd: directory });
     expect(JSON.parse(stdout)).toEqual({
-      statuses: { apiKey: 200, session: 200, scimToken: 200, cronSecret: 200, platformToken: 201 },
+      statuses: { apiKey: 200, session: 200, scimToken: 200, cronSecret: 200, smartToken: 200, platformToken: 201 },
       cohorts: 0,
       invoiceNumber: 'INV-1',
     });
