@@ -104,6 +104,7 @@ export async function buildServer(
     frameworkErrors: (error, request, reply) => sendServiceError(reply, request, toServiceError(error), shapeForPath(request.url)),
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
+  closeSilentConnectionsOnClose(fastify);
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -253,5 +254,21 @@ export function openApiDocument(registry: OpenAPIRegistry, publicBaseUrl: string
     },
     servers: [{ url: publicBaseUrl }],
     tags: Object.entries(tags).map(([name, description]) => ({ name, description })),
+  });
+}
+
+/**
+ * A connection that never sent a byte (a browser's speculative preconnection) is neither idle nor busy
+ * to Node: once close() has stopped the header-timeout checks that would end it, it holds shutdown open
+ * for ever. Requests in flight still finish; only those silent connections are closed.
+ */
+function closeSilentConnectionsOnClose(fastify: FastifyInstance) {
+  const connections = new Set<Socket>();
+  fastify.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  fastify.addHook('preClose', async () => {
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
   });
 }
