@@ -57,7 +57,8 @@ describe('IdP-initiated login', () => {
       const first = await postCallback(service, tenant.employerId, response);
       expect(first.status).toBe(302);
       const signedIn = await followSignIn(first.location!);
-      expect(signedIn.cookie).toBeTruthy();
+      // The session it made is live (the IdP's user, signed in here).
+      expect((await fetch(`${service.url}/api/auth/session`, { headers: { cookie: signedIn.cookie! } })).status).toBe(200);
       expect(await postCallback(service, tenant.employerId, response)).toMatchObject({ status: 401, body: { reason: 'REPLAYED' } });
       const actions = await service.ctx.db.slonik.anyFirst(sql.type(z.object({ action: z.string() }))`
         SELECT action FROM audit_log WHERE employer_id = ${tenant.employerId} AND action LIKE 'auth.saml.login%' ORDER BY global_position`);
