@@ -3,7 +3,7 @@
 // administrator.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { GROUP_SCHEMA, scimTenant } from '../scim/scim-client.ts';
 import { scimUser, sessionRole } from '../tenants/admin-role-kit.ts';
@@ -22,11 +22,7 @@ describe.skipIf(unavailable !== null)('the administrator role mapping section of
     service = await startTestService();
     tenant = await scimTenant(service);
     browser = await launchChromium();
-    const context = await browser.newContext();
-    const [name, value] = tenant.cookie.split('=') as [string, string];
-    await context.addCookies([{ name, value, url: service.url }]);
-    page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+    page = await signedInPage(browser, service.url, tenant.cookie);
   });
   afterAll(async () => {
     await browser?.close();

@@ -2,7 +2,7 @@
 // server: claim a domain, publish the TXT record the page shows, verify it, withdraw it.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
@@ -20,11 +20,7 @@ describe.skipIf(unavailable !== null)('the e-mail domains section of the console
     service = await startTestService({ env: { EMAIL_DOMAIN_DNS_SERVERS: dns.address } });
     const { cookie } = await service.createTenant();
     browser = await launchChromium();
-    const context = await browser.newContext();
-    const [name, value] = cookie.split('=') as [string, string];
-    await context.addCookies([{ name, value, url: service.url }]);
-    page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+    page = await signedInPage(browser, service.url, cookie);
   });
   afterAll(async () => {
     await browser?.close();

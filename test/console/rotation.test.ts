@@ -5,7 +5,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
-import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
 import type { HttpsReceiver } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
 import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
@@ -28,11 +28,7 @@ describe.skipIf(unavailable !== null)('rotation and recovery in the console', ()
     tenant = await service.createTenant();
     api = apiClient(service, tenant);
     browser = await launchChromium();
-    const context = await browser.newContext();
-    const [name, value] = tenant.cookie.split('=') as [string, string];
-    await context.addCookies([{ name, value, url: service.url }]);
-    page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+    page = await signedInPage(browser, service.url, tenant.cookie);
   });
   afterAll(async () => {
     await browser?.close();

@@ -7,7 +7,7 @@ import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capabilities } from '../../src/capabilities.ts';
 import { createSsoCapability } from '../../src/sso/capability.ts';
-import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/https-receiver.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
@@ -48,11 +48,7 @@ describe.skipIf(unavailable !== null)('the SAML certificates section of the cons
     });
     expect(saved.status).toBe(200);
     browser = await launchChromium();
-    const context = await browser.newContext({ acceptDownloads: true });
-    const [name, value] = cookie.split('=') as [string, string];
-    await context.addCookies([{ name, value, url: service.url }]);
-    page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+    page = await signedInPage(browser, service.url, cookie, { acceptDownloads: true });
   });
   afterAll(async () => {
     await browser?.close();

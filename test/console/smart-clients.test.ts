@@ -3,7 +3,7 @@
 // token, and revoking it ends that.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserUnavailable, launchChromium, seriousAxeViolations } from '../support/browser.ts';
+import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { clientAssertion, requestToken, smartClientKey } from '../support/smart-clients.ts';
 
@@ -19,11 +19,7 @@ describe.skipIf(unavailable !== null)('the SMART clients page of the console', (
     service = await startTestService();
     const { cookie } = await service.createTenant();
     browser = await launchChromium();
-    const context = await browser.newContext();
-    const [name, value] = cookie.split('=') as [string, string];
-    await context.addCookies([{ name, value, url: service.url }]);
-    page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+    page = await signedInPage(browser, service.url, cookie);
   });
   afterAll(async () => {
     await browser?.close();

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -41,4 +41,14 @@ export async function seriousAxeViolations(page: Page): Promise<Array<{ id: stri
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: JSON.stringify(violation.nodes.map((node) => node.target)) }));
+}
+
+/** A page of a new browser context signed in with a session cookie (`ei_session=...`) for `baseUrl`. */
+export async function signedInPage(browser: Browser, baseUrl: string, cookie: string, options: BrowserContextOptions = {}): Promise<Page> {
+  const context = await browser.newContext(options);
+  const [name, value] = cookie.split('=') as [string, string];
+  await context.addCookies([{ name, value, url: baseUrl }]);
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  return page;
 }
