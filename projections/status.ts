@@ -1,7 +1,7 @@
 // What operators see of the projections: `projections status` and GET /readyz. Events are counted
 // through the event-store port, so both answer on either adapter; checkpoints and parked events are
 // read-model tables, always in Postgres.
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { START, formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
 import type { ProjectionReadiness } from '../src/http/server.ts';
@@ -14,7 +14,7 @@ export const READINESS_COUNT_LIMIT = 1000;
 const checkpointRow = z.object({ name: z.string(), position_commit: z.string(), position_prepare: z.string(), updated_at: z.string(), idle: z.boolean() });
 
 /** Checkpoints by name, with whether each has not moved for a minute. */
-async function readCheckpoints(pool: DatabasePool) {
+export async function readCheckpoints(pool: CommonQueryMethods) {
   const rows = await pool.any(sql.type(checkpointRow)`
     SELECT name, position_commit::text, position_prepare::text, to_json(updated_at) #>> '{}' AS updated_at,
            updated_at < now() - interval '60 seconds' AS idle

@@ -12,6 +12,7 @@ import type { Notifications } from './db/notifications.ts';
 import type { Database } from './db/pools.ts';
 import type { CommandDeps } from './event-store/command-handler.ts';
 import type { EventStore, Position } from './event-store/port.ts';
+import type { Metrics } from './metrics/registry.ts';
 import type { Mailer } from './net/mailer.ts';
 
 export type AppContext = {
@@ -20,6 +21,8 @@ export type AppContext = {
   eventStore: EventStore;
   notifications: Notifications;
   logger: Logger;
+  /** This process's Prometheus registry; a capability adds its series here (src/metrics/registry.ts). */
+  metrics: Metrics;
   /** `personalData`: for commands that seal personal data under data keys (users, src/tenants/commands.ts). */
   commands: CommandDeps & { personalData: PersonalDataKeys };
   /**

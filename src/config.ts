@@ -93,6 +93,10 @@ const configSchema = z
     AUDIT_CHECKPOINT_EVERY_EVENTS: z.coerce.number().int().positive().default(1000),
     /** Bearer secret of GET /api/cron/*; unset: those endpoints answer 503 (the in-process crontab still runs). */
     CRON_SECRET: z.string().min(16).optional(),
+    /** Bearer secret a Prometheus scrape of GET /metrics must present; set alone, the API server serves /metrics. */
+    METRICS_SECRET: z.string().min(16).optional(),
+    /** Port of a listener of its own serving GET /metrics in every process role (on HOST); the API port then serves none. */
+    METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
     /** smtp(s)://user:pass@host:port for alert e-mails; unset: .eml files in DATA_DIR/outbox. */
     SMTP_URL: z.string().url().optional(),
     MAIL_FROM: z.string().min(3).default('employer-integrations <no-reply@localhost>'),
@@ -115,6 +119,9 @@ const configSchema = z
     }
     if (env.API_KEY_RATE_LIMIT_MAX_PER_MIN !== undefined && env.API_KEY_RATE_LIMIT_MAX_PER_MIN < env.API_KEY_RATE_LIMIT_PER_MIN) {
       ctx.addIssue({ code: 'custom', path: ['API_KEY_RATE_LIMIT_MAX_PER_MIN'], message: 'is below API_KEY_RATE_LIMIT_PER_MIN' });
+    }
+    if (env.METRICS_PORT !== undefined && env.METRICS_PORT === env.PORT) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT' });
     }
     if (env.API_KEY_INVENTORY_EXPECTED_MIN > env.API_KEY_INVENTORY_EXPECTED_MAX) {
       ctx.addIssue({ code: 'custom', path: ['API_KEY_INVENTORY_EXPECTED_MIN'], message: 'is above API_KEY_INVENTORY_EXPECTED_MAX' });

@@ -8,6 +8,7 @@ import { auditProjection } from '../projections/audit/projection.ts';
 import { auditChainProjection } from '../projections/audit-chain/projection.ts';
 import { handlesEventType, type Projection } from './event-store/projection.ts';
 import { createProjectionWaiter, startProjectionRunner, type ProjectionRunner } from '../projections/runner.ts';
+import { reportProjections } from '../projections/metrics.ts';
 import { projectionReadiness } from '../projections/status.ts';
 import type { AppContext, StartContext } from './app-context.ts';
 import { NO_CREDENTIALS, type AuthPorts } from './auth/ports.ts';
@@ -21,13 +22,17 @@ import { migrate } from './db/migrate.ts';
 import { createNotifications } from './db/notifications.ts';
 import { closeDatabase, openDatabase, planConnections } from './db/pools.ts';
 import { createEventStore } from './event-store/create.ts';
+import { withAppendMetrics } from './event-store/metrics.ts';
 import { createEventRegistry, type EventRegistry } from './event-store/schemas.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
+import { createMetrics } from './metrics/registry.ts';
+import { metricsServed, startMetricsListener, type MetricsListener } from './metrics/scrape.ts';
 import { sealPrototypes } from './http/prototypes.ts';
 import { createMailer } from './net/mailer.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { createProcessLease } from './worker/lease.ts';
+import { jobOutcomes, reportQueueDepth } from './worker/metrics.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
@@ -36,6 +41,8 @@ export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
 export type Service = {
   ctx: AppContext;
   url: string | null;
+  /** The METRICS_PORT listener's base URL; null without METRICS_PORT. */
+  metricsUrl: string | null;
   server: FastifyInstance | null;
   projections: Projection[];
   /** What the capability of this name created in this process (its Started.services), for tests and tools. */
@@ -88,12 +95,13 @@ export async function startService(options: {
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
   const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
+  const metrics = createMetrics({ defaults: metricsServed(config) });
   const { connectionUri, embedded } = await connectDatabase(config, logger);
-  const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS, metrics });
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
-  const eventStore = await createEventStore(config, db, notifications, eventRegistryOf(capabilities));
+  const eventStore = withAppendMetrics(await createEventStore(config, db, notifications, eventRegistryOf(capabilities)), metrics);
   const encryptionKey = await resolveEncryptionKey(config);
   const auditSigner = await resolveAuditSigner(config);
   const projections = [
@@ -118,6 +126,7 @@ export async function startService(options: {
     eventStore,
     notifications,
     logger,
+    metrics,
     commands: {
       eventStore,
       waitForProjections: async (position, eventTypes) => {
@@ -150,6 +159,7 @@ export async function startService(options: {
           'projection parked an event; see npm run cli -- projections status',
         ),
     });
+    reportProjections(metrics, { pool: db.slonik, eventStore, projections });
   }
 
   // A worker process holds one lease, which the tasks of every capability share (src/worker/lease.ts).
@@ -162,7 +172,9 @@ export async function startService(options: {
       pgPool: db.worker!, tasks, crontab, reserveConcurrency: config.WORKER_RESERVE_CONCURRENCY, jobsPerEmployer: config.WORKER_JOBS_PER_EMPLOYER,
       onRestart: (reason) => logger.warn({ err: reason }, 'worker pool stopped by itself or fetched no job; starting a new one'),
       onError: (message) => logger.error({ component: 'graphile-worker' }, message),
+      observe: jobOutcomes(metrics),
     });
+    reportQueueDepth(metrics, db.slonik);
   }
 
   let server: FastifyInstance | null = null;
@@ -176,11 +188,14 @@ export async function startService(options: {
     );
     url = await server.listen({ port: config.PORT, host: config.HOST });
   }
+  const metricsListener: MetricsListener | null =
+    config.METRICS_PORT === undefined ? null : await startMetricsListener({ metrics, secret: config.METRICS_SECRET, host: config.HOST, port: config.METRICS_PORT });
 
   let stopping: Promise<void> | null = null;
   return {
     ctx,
     url,
+    metricsUrl: metricsListener?.url ?? null,
     server,
     projections,
     servicesOf<Services>(capability: Capability<Services>): Services {
@@ -190,6 +205,7 @@ export async function startService(options: {
     },
     stop: () =>
       (stopping ??= (async () => {
+        await metricsListener?.close();
         await server?.close(); // in-flight requests finish first
         await worker?.stop(); // running jobs finish first
         await projectionRunner?.stop();

@@ -20,6 +20,7 @@ import {
   type DatabasePool,
 } from 'slonik';
 import { ConfigError } from '../config.ts';
+import { LATENCY_BUCKETS_SECONDS, type Metrics } from '../metrics/registry.ts';
 
 export type Database = {
   slonik: DatabasePool;
@@ -82,7 +83,12 @@ export type PoolOptions = {
   connectionWaitMs?: number;
   /** Server-side statement_timeout of every pooled connection; 0 for none (operator commands such as a rebuild). */
   statementTimeoutMs?: number;
+  /** Where the pools' sizes, use and waits for a connection are reported (db_pool_*). */
+  metrics?: Metrics;
 };
+
+/** Records one wait for a connection, in seconds. */
+type WaitObserver = (seconds: number) => void;
 
 export async function openDatabase(connectionUri: string, options: PoolOptions = {}): Promise<Database> {
   const plan = options.plan ?? planConnections(20, { worker: true });
@@ -108,17 +114,64 @@ export async function openDatabase(connectionUri: string, options: PoolOptions =
       { name: 'timestamptz', parse: (value: string) => new Date(value).toISOString() },
     ],
   });
+  const waits = poolWaitObservers(options.metrics);
   const pgSettings = { waitMs, statementTimeoutMs };
   // The event store's statements are few, named and prepared once per connection, and their best plan
   // does not depend on the values. Left to choose (Postgres's default), it re-planned the append to
   // several streams for every call, which then spent more time planning than running (measured:
   // 0.65 ms a call against 0.35 ms with the generic plan).
-  const eventStore = newPgPool(connectionUri, 'event-store', plan.eventStore, { ...pgSettings, options: '-c plan_cache_mode=force_generic_plan' });
-  const pgPool = newPgPool(connectionUri, 'pg', plan.pg, pgSettings);
+  const eventStore = newPgPool(connectionUri, 'event-store', plan.eventStore, { ...pgSettings, options: '-c plan_cache_mode=force_generic_plan' }, waits('event-store'));
+  const pgPool = newPgPool(connectionUri, 'pg', plan.pg, pgSettings, waits('pg'));
   // No request waits on graphile-worker's pool, and a start-up that gives up on a connection leaves its
   // runner fetching nothing until replaced (src/worker/runner.ts): its jobs wait longer for one.
-  const worker = plan.worker ? newPgPool(connectionUri, 'worker', plan.worker, { ...pgSettings, waitMs: Math.max(waitMs, WORKER_CONNECTION_WAIT_MS) }) : null;
-  return { slonik: boundedWait(slonik, plan.readModels, waitMs), eventStore, pg: pgPool, worker, connectionUri, plan };
+  const worker = plan.worker ? newPgPool(connectionUri, 'worker', plan.worker, { ...pgSettings, waitMs: Math.max(waitMs, WORKER_CONNECTION_WAIT_MS) }, waits('worker')) : null;
+  const permits = { free: plan.readModels, waiting: [] as Array<() => void> };
+  if (options.metrics) reportPools(options.metrics, { slonik, permits, size: plan.readModels }, { 'event-store': eventStore, pg: pgPool, ...(worker ? { worker } : {}) });
+  return { slonik: boundedWait(slonik, permits, waitMs, waits('read-models')), eventStore, pg: pgPool, worker, connectionUri, plan };
+}
+
+/** Per pool: how long callers waited for a connection (none when no metrics are kept). */
+function poolWaitObservers(metrics: Metrics | undefined): (pool: string) => WaitObserver | undefined {
+  if (!metrics) return () => undefined;
+  const waits = metrics.histogram({
+    name: 'db_pool_wait_seconds',
+    help: 'Time a query waited for a connection of its pool (0 when one was free), by pool.',
+    labelNames: ['pool'],
+    buckets: [0, ...LATENCY_BUCKETS_SECONDS],
+  });
+  return (pool) => {
+    const series = waits.labels({ pool });
+    return (seconds) => series.observe(seconds);
+  };
+}
+
+/** The pools' sizes and use, read from the pools themselves at each scrape. */
+function reportPools(metrics: Metrics, readModels: { slonik: DatabasePool; permits: Permits; size: number }, pgPools: Record<string, pg.Pool>) {
+  const pool = ['pool'];
+  metrics.collectedGauges(
+    'db_pools',
+    {
+      max: { name: 'db_pool_max_connections', help: 'Connections a pool may open (its share of DATABASE_MAX_CONNECTIONS), by pool.', labelNames: pool },
+      open: { name: 'db_pool_connections', help: 'Connections a pool holds open, by pool.', labelNames: pool },
+      inUse: { name: 'db_pool_connections_in_use', help: 'Connections of a pool lent to a query or transaction, by pool.', labelNames: pool },
+      waiting: { name: 'db_pool_waiting_clients', help: 'Callers waiting for a connection of a pool, by pool.', labelNames: pool },
+    },
+    async ({ max, open, inUse, waiting }) => {
+      const state = readModels.slonik.state();
+      const readModelsPool = { pool: 'read-models' };
+      max.set(readModelsPool, readModels.size);
+      open.set(readModelsPool, state.acquiredConnections + state.idleConnections);
+      inUse.set(readModelsPool, readModels.size - readModels.permits.free);
+      waiting.set(readModelsPool, readModels.permits.waiting.length);
+      for (const [name, pgPool] of Object.entries(pgPools)) {
+        const labels = { pool: name };
+        max.set(labels, pgPool.options.max);
+        open.set(labels, pgPool.totalCount);
+        inUse.set(labels, pgPool.totalCount - pgPool.idleCount);
+        waiting.set(labels, pgPool.waitingCount);
+      }
+    },
+  );
 }
 
 export async function closeDatabase(db: Database): Promise<void> {
@@ -136,7 +189,7 @@ function withApplicationName(connectionUri: string, pool: string): string {
   return url.toString();
 }
 
-function newPgPool(connectionUri: string, name: string, max: number, settings: { waitMs: number; statementTimeoutMs: number; options?: string }): pg.Pool {
+function newPgPool(connectionUri: string, name: string, max: number, settings: { waitMs: number; statementTimeoutMs: number; options?: string }, observeWait?: WaitObserver): pg.Pool {
   const pool = new pg.Pool({
     connectionString: connectionUri,
     application_name: applicationName(name),
@@ -151,7 +204,18 @@ function newPgPool(connectionUri: string, name: string, max: number, settings: {
   // Idle clients dropped by the server are replaced on next use; graphile-worker asks for both handlers.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  if (observeWait) timingWaits(pool, observeWait);
   return keepingConnectionsOnRefusals(pool);
+}
+
+/** Times every promise-style `connect` (how queries, transactions and graphile-worker take a connection). */
+function timingWaits(pool: pg.Pool, observeWait: WaitObserver) {
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => {
+    if (args.length > 0) return connect(...args); // the callback form, untouched
+    const started = performance.now();
+    return (connect() as Promise<pg.PoolClient>).finally(() => observeWait((performance.now() - started) / 1000));
+  }) as typeof pool.connect;
 }
 
 /**
@@ -186,21 +250,26 @@ export class DatabaseUnavailableError extends Error {}
 // connections and each waited for at most `waitMs`, keep it from ever queueing.
 const POOL_METHODS = new Set(['any', 'anyFirst', 'exists', 'many', 'manyFirst', 'maybeOne', 'maybeOneFirst', 'one', 'oneFirst', 'query', 'stream', 'transaction', 'connect']);
 
-function boundedWait(pool: DatabasePool, size: number, waitMs: number): DatabasePool {
-  let free = size;
-  const waiting: Array<() => void> = [];
+type Permits = { free: number; waiting: Array<() => void> };
+
+function boundedWait(pool: DatabasePool, permits: Permits, waitMs: number, observeWait?: WaitObserver): DatabasePool {
+  const { waiting } = permits;
   const acquire = () => {
-    if (free > 0) {
-      free--;
+    if (permits.free > 0) {
+      permits.free--;
+      observeWait?.(0);
       return Promise.resolve();
     }
+    const started = performance.now();
     return new Promise<void>((granted, refused) => {
       const grant = () => {
         clearTimeout(timer);
+        observeWait?.((performance.now() - started) / 1000);
         granted();
       };
       const timer = setTimeout(() => {
         waiting.splice(waiting.indexOf(grant), 1);
+        observeWait?.((performance.now() - started) / 1000);
         refused(new DatabaseUnavailableError(`No database connection became free within ${waitMs} ms.`));
       }, waitMs);
       waiting.push(grant);
@@ -209,7 +278,7 @@ function boundedWait(pool: DatabasePool, size: number, waitMs: number): Database
   const release = () => {
     const next = waiting.shift();
     if (next) next();
-    else free++;
+    else permits.free++;
   };
   return new Proxy(pool, {
     get(target, property, receiver) {

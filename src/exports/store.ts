@@ -170,3 +170,9 @@ export function fileStream(pool: CommonQueryMethods, at: { employerId: string; e
   }
   return Readable.from(chunks());
 }
+
+/** The bytes of an export's files. */
+export async function exportFileBytes(pool: CommonQueryMethods, employerId: string, exportId: string): Promise<number> {
+  return pool.oneFirst(sql.type(z.object({ bytes: z.number() }))`
+    SELECT coalesce(sum(octet_length(content)), 0)::float8 AS bytes FROM export_chunks WHERE employer_id = ${employerId} AND export_id = ${exportId}`);
+}

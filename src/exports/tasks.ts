@@ -17,7 +17,8 @@ import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
 import type { ExportCompleted } from './events.ts';
 import { ROSTER_ORDER, rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';
-import { deleteExpiredFiles, insertExport, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportKind, type ExportRow } from './store.ts';
+import { exportMetrics, type ExportMetrics } from './metrics.ts';
+import { deleteExpiredFiles, exportFileBytes, insertExport, lockExport, markCompleted, markFailed, startRun, writeChunkFromQuery, type ExportKind, type ExportRow } from './store.ts';
 
 export const RUN_EXPORT_TASK = 'export_run';
 export const RECOVER_EXPORTS_TASK = 'export_recover';
@@ -76,7 +77,7 @@ async function writeCsvFile(ctx: AppContext, row: ExportRow): Promise<boolean> {
   }
 }
 
-async function runExport(ctx: AppContext, processLease: ProcessLease, job: ExportJob, helpers: JobHelpers): Promise<void> {
+async function runExport(ctx: AppContext, processLease: ProcessLease, job: ExportJob, helpers: JobHelpers, metrics: ExportMetrics): Promise<void> {
   const lease = (await processLease.held()).key();
   const started = await ctx.db.slonik.transaction(async (tx) => {
     const row = await lockExport(tx, job.employerId, job.exportId);
@@ -90,6 +91,10 @@ async function runExport(ctx: AppContext, processLease: ProcessLease, job: Expor
     if (!finished) return;
   }
   const done = started.status === 'completed' ? started : await markCompleted(ctx.db.slonik, job.employerId, job.exportId, ctx.config.EXPORT_RETENTION_DAYS);
+  if (started.status === 'running') {
+    const seconds = (Date.parse(done.completed_at!) - Date.parse(done.created_at)) / 1000;
+    metrics.completed(done.kind, seconds, await exportFileBytes(ctx.db.slonik, job.employerId, job.exportId));
+  }
   await announceCompleted(ctx, done, done.kind === 'csv' ? csvDownloadUrl(ctx, done.export_id) : bulkStatusUrl(ctx, done.export_id));
 }
 
@@ -129,11 +134,12 @@ export async function recoverInterruptedExports(pool: DatabasePool): Promise<num
 }
 
 export function exportTasks(ctx: AppContext, lease: ProcessLease): TaskList {
+  const metrics = exportMetrics(ctx.metrics);
   return {
     [RUN_EXPORT_TASK]: async (payload, helpers) => {
       const job = payload as ExportJob;
       try {
-        await runExport(ctx, lease, job, helpers);
+        await runExport(ctx, lease, job, helpers, metrics);
       } catch (error) {
         // The last attempt marks the export failed, so its status does not stay `running` for ever.
         if (helpers.job.attempts >= helpers.job.max_attempts) await markFailed(ctx.db.slonik, job.employerId, job.exportId, 'The export could not be written.');

@@ -14,6 +14,8 @@ import { sql } from 'slonik';
 import type { AppContext } from '../app-context.ts';
 import { defaultErrorShape, fieldValidationError, sendServiceError, toServiceError, type ErrorShape, type ServiceError } from './errors.ts';
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
+import { recordRequests, serveMetricsOnApi } from './metrics.ts';
+import { metricsServed } from '../metrics/scrape.ts';
 import { registerSecuritySchemes } from './openapi.ts';
 import { createRouteMethods } from './route-methods.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
@@ -105,6 +107,8 @@ export async function buildServer(
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
   closeSilentConnectionsOnClose(fastify);
+  // Before any route is declared: each route's hook holds its own series (./metrics.ts).
+  const requestMetrics = metricsServed(ctx.config) ? recordRequests(fastify, ctx.metrics) : null;
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -121,6 +125,7 @@ export async function buildServer(
   fastify.setErrorHandler((error, request, reply) => {
     const serviceError = (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? payloadTooLarge(request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : toServiceError(error);
     if (serviceError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (serviceError.status === 401 || serviceError.status === 403) requestMetrics?.refused(serviceError.code);
     return sendServiceError(reply, request, serviceError, request.routeOptions.config?.errorShape ?? defaultErrorShape);
   });
   // No route answers: 405 with Allow when other methods are served at the path, else 404; in the
@@ -153,6 +158,8 @@ export async function buildServer(
     if (Object.keys(parked).length > 0) return { status: 'degraded', database: 'ok', stalledProjections: [], lag, parkedEvents: parked };
     return { status: 'ok', database: 'ok' };
   });
+
+  if (requestMetrics) serveMetricsOnApi(fastify, ctx.metrics, ctx.config, requestMetrics);
 
   for (const { plugin, services } of routes) await fastify.register(plugin, { ctx, services });
 

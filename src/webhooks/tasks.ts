@@ -22,6 +22,7 @@ import {
   type ClaimedAttempt,
 } from './deliveries.ts';
 import type { WebhookEventMappings } from './event-types.ts';
+import { deliveryMetrics } from './metrics.ts';
 import { retryDelayMs } from './retry-schedule.ts';
 import type { WebhookRuntime } from './runtime.ts';
 import type { ProcessLease, WorkerLease } from '../worker/lease.ts';
@@ -37,6 +38,7 @@ const ABANDONED_CLAIM_MS = 10 * 60_000;
 const eventJobPayload = z.object({ eventId: z.uuid(), type: z.string(), streamName: z.string() });
 
 export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, processLease: ProcessLease, mappings: WebhookEventMappings): TaskList {
+  const metrics = deliveryMetrics(ctx.metrics);
   // Once the process holds its lease: recover attempts of processes that died before this one started, then every minute.
   let leaseWithRecovery: Promise<WorkerLease> | null = null;
   const workerLease = () =>
@@ -122,6 +124,7 @@ export function webhookTasks(ctx: AppContext, runtime: WebhookRuntime, processLe
       result,
       nextRetryAt: delayMs === null ? null : new Date(Date.now() + delayMs),
     });
+    metrics.attempted(result.ok ? 'delivered' : result.gone ? 'gone' : delayMs === null ? 'exhausted' : 'retrying', claimed.event_timestamp);
   };
 
   const recover: Task = async (_payload, helpers) => {

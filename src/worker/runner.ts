@@ -44,6 +44,8 @@ type SupervisionDeps = {
   onRestart?: (reason: unknown) => void;
   /** Where graphile-worker's own errors go (its other lines are dropped). */
   onError?: (message: string) => void;
+  /** Told of each runner's events emitter as it starts (job outcome metrics, ./metrics.ts). */
+  observe?: (events: WorkerEvents) => void;
 };
 
 export async function startWorker(deps: SupervisionDeps & {
@@ -97,6 +99,7 @@ async function supervise(deps: SupervisionDeps, options: (events: WorkerEvents) 
 
   const start = async (): Promise<Runner> => {
     const events: WorkerEvents = new EventEmitter();
+    deps.observe?.(events);
     const poolIds: string[] = [];
     events.on('pool:create', ({ workerPool }) => poolIds.push(workerPool.id));
     let failedFetches = 0;
