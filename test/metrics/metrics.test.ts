@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Capability } from '../../src/capability.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
 import { createTestDatabaseUri } from '../support/database.ts';
+import { dashboardExpressions, metricNamesOf, readDashboard } from '../support/dashboard.ts';
 import { freePort } from '../support/ports.ts';
 import { scrape, type Scrape } from '../support/prometheus.ts';
 import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
@@ -136,6 +137,13 @@ describe('metrics served by the API (METRICS_SECRET)', () => {
     expect(after.value('graphile_worker_jobs_total', delivered)).toBeGreaterThan(before.value('graphile_worker_jobs_total', delivered));
     // The recovery task waits in the queue for its next minute.
     expect(after.value('graphile_worker_queue_jobs', { task: 'webhook_recover_attempts' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('exports every metric the Grafana dashboard queries', async () => {
+    const exported = new Set((await scrapeService()).families.map((family) => family.name));
+    const queried = dashboardExpressions(readDashboard()).flatMap(metricNamesOf);
+    expect(queried.filter((name) => !exported.has(name))).toEqual([]);
+    expect(new Set(queried).size).toBeGreaterThan(20);
   });
 });
 
