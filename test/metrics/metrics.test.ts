@@ -139,6 +139,17 @@ describe('metrics served by the API (METRICS_SECRET)', () => {
     expect(after.value('graphile_worker_queue_jobs', { task: 'webhook_recover_attempts' })).toBeGreaterThanOrEqual(1);
   });
 
+  it('observes a completed export\'s duration and size by kind', async () => {
+    const tenant = await service.createTenant();
+    const started = await fetch(`${service.url}/api/employer/export/csv`, { method: 'POST', headers: service.sessionHeaders(tenant.cookie) });
+    expect(started.status).toBe(202);
+    // Only csv exports run here, so the parser's folding of labelled histograms (test/support/prometheus.ts) leaves the csv series.
+    const observed = (metrics: Scrape, name: string) => Number(metrics.families.find((family) => family.name === name)?.metrics[0]?.buckets?.['+Inf'] ?? 0);
+    const after = await scrapeUntil('the completed export', (metrics) => observed(metrics, 'export_duration_seconds') === 1);
+    expect(observed(after, 'export_size_bytes')).toBe(1);
+    expect(after.families.find((family) => family.name === 'export_size_bytes')?.metrics[0]?.buckets?.['1000']).toBe('1'); // the header line alone
+  });
+
   it('exports every metric the Grafana dashboard queries', async () => {
     const exported = new Set((await scrapeService()).families.map((family) => family.name));
     const queried = dashboardExpressions(readDashboard()).flatMap(metricNamesOf);
