@@ -37,11 +37,15 @@ export function createMetrics(options: { defaults: boolean }): Metrics {
   const registry = new Registry();
   if (options.defaults) collectDefaultMetrics({ register: registry });
   const existing = <Series extends Metric>(name: string) => registry.getSingleMetric(name) as Series | undefined;
+  /** Each gauge set's read of the current scrape (shared by the set's gauges). */
+  const scrapeReads: Array<() => Promise<void>> = [];
   const collectFailures = new Counter({
     name: 'metrics_collect_failures_total',
     help: 'Scrape-time reads (projection lag, queue depth, ...) that failed or ran past their time limit, by collector.',
     labelNames: ['collector'],
     registers: [registry],
+    // Reported once this scrape's reads have ended, so it counts their failures.
+    collect: async () => void (await Promise.all(scrapeReads.map((read) => read()))),
   });
 
   const metrics: Metrics = {
@@ -66,6 +70,7 @@ export function createMetrics(options: { defaults: boolean }): Metrics {
             collectFailures.inc({ collector });
           })
           .finally(() => void (reading = null)));
+      scrapeReads.push(readOnce);
       const gauges = Object.fromEntries(
         names.map((name) => [name, existing<Gauge>(configs[name].name) ?? new Gauge({ ...configs[name], registers: [registry], collect: readOnce })]),
       ) as Record<keyof typeof configs, Gauge>;
