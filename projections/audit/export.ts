@@ -2,10 +2,10 @@
 // out of the service): each entry with its seal in the audit chain (projections/audit-chain/), so an
 // auditor checks it against the chain that scripts/verify-audit-chain.mjs verifies. Read oldest first
 // (the chain's direction) in keyset pages by (occurred_at, global_position), one page ahead at most.
-import { sql, type CommonQueryMethods, type ValueExpression } from 'slonik';
+import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { csvLine, CSV_LINE_END, type CsvColumn } from '../../src/db/csv.ts';
-import { pageOf, prefetchedPages, type Keyset } from '../../src/http/page.ts';
+import { prefetchedPages, type Keyset } from '../../src/http/page.ts';
 import { auditConditions, auditEntry, auditEntryColumns, auditEntryOf, auditEntryRow, type AuditFilters } from './queries.ts';
 
 export const AUDIT_EXPORT_PAGE_ROWS = 1000;
@@ -60,45 +60,52 @@ const CSV_COLUMNS: ReadonlyArray<[string, CsvColumn]> = [
 export const AUDIT_CSV_HEADER = `${CSV_COLUMNS.map(([name]) => name).join(',')}${CSV_LINE_END}`;
 const auditCsvLine = csvLine(CSV_COLUMNS.map(([, column]) => column));
 
-const cursorOf = (row: { cursor_at: string; global_position: bigint }): Keyset => ({ at: row.cursor_at, id: row.global_position.toString() });
-
-/** Pages of the entries under `filters` as rows of `select` over the export's columns (those of auditExportRow, cursor_at, occurred_iso, details_json). */
-function exportPages<Row extends { cursor_at: string; global_position: bigint }>(
-  pool: CommonQueryMethods,
-  employerId: string,
-  filters: AuditFilters,
-  rowType: z.ZodType<Row>,
-  select: ValueExpression,
-) {
-  return prefetchedPages(async (after) => {
-    const conditions = auditConditions(employerId, filters);
-    if (after) conditions.push(sql.fragment`(occurred_at, global_position) > (${after.at}::timestamptz, ${after.id}::bigint)`);
-    const rows = await pool.any(sql.type(rowType)`
-      SELECT ${select} FROM (
-        SELECT entry.*, entry.occurred_at::text AS cursor_at, entry.details::text AS details_json,
-               to_char(entry.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_iso,
-               seal.seq AS chain_seq, seal.prev_hash AS chain_prev_hash, seal.hash AS chain_hash
-        FROM (SELECT ${auditEntryColumns} FROM audit_log WHERE ${sql.join(conditions, sql.fragment` AND `)}
-              ORDER BY occurred_at, global_position LIMIT ${AUDIT_EXPORT_PAGE_ROWS + 1}) AS entry
-        LEFT JOIN audit_chain AS seal ON seal.event_id = entry.event_id
-      ) AS exported
-      ORDER BY occurred_at, global_position`);
-    const { page, next } = pageOf(rows, AUDIT_EXPORT_PAGE_ROWS, cursorOf);
-    return { rows: page, next };
-  });
+/** One page's rows under `filters` after `after` as a derived table: auditExportRow's columns, cursor_at, occurred_iso and details_json. */
+function exportedRows(employerId: string, filters: AuditFilters, after: Keyset | null) {
+  const conditions = auditConditions(employerId, filters);
+  if (after) conditions.push(sql.fragment`(occurred_at, global_position) > (${after.at}::timestamptz, ${after.id}::bigint)`);
+  return sql.fragment`(
+    SELECT entry.*, entry.occurred_at::text AS cursor_at, entry.details::text AS details_json,
+           to_char(entry.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_iso,
+           seal.seq AS chain_seq, seal.prev_hash AS chain_prev_hash, seal.hash AS chain_hash
+    FROM (SELECT ${auditEntryColumns} FROM audit_log WHERE ${sql.join(conditions, sql.fragment` AND `)}
+          ORDER BY occurred_at, global_position LIMIT ${AUDIT_EXPORT_PAGE_ROWS}) AS entry
+    -- A lookup by event id for each of the page's rows: as a plain join, Postgres hashed the whole
+    -- audit_chain for every page (80 ms a page against 9 ms at 100,000 entries, bench audit-export).
+    LEFT JOIN LATERAL (SELECT seq, prev_hash, hash FROM audit_chain WHERE audit_chain.event_id = entry.event_id LIMIT 1) AS seal ON true
+  ) AS exported`;
 }
 
-const csvRow = z.object({ line: z.string(), cursor_at: z.string(), global_position: z.bigint() });
+/** A full page may have more after it; a short one is the last. */
+const nextAfter = (rowCount: number, last: Keyset | null) => (rowCount === AUDIT_EXPORT_PAGE_ROWS ? last : null);
+
 const exportRow = auditExportRow.extend({ cursor_at: z.string() });
 
 /** The entries under `filters`, oldest first, a page at a time. */
 export async function* auditExportEntryPages(pool: CommonQueryMethods, employerId: string, filters: AuditFilters): AsyncGenerator<AuditExportEntryView[]> {
-  const select = sql.fragment`${auditEntryColumns}, chain_seq, chain_prev_hash, chain_hash, cursor_at`;
-  for await (const page of exportPages(pool, employerId, filters, exportRow, select)) yield page.rows.map(auditExportEntryOf);
+  const pages = prefetchedPages(async (after) => {
+    const rows = await pool.any(sql.type(exportRow)`
+      SELECT ${auditEntryColumns}, chain_seq, chain_prev_hash, chain_hash, cursor_at
+      FROM ${exportedRows(employerId, filters, after)} ORDER BY occurred_at, global_position`);
+    const last = rows[rows.length - 1];
+    return { rows, next: nextAfter(rows.length, last ? { at: last.cursor_at, id: last.global_position.toString() } : null) };
+  });
+  for await (const page of pages) yield page.rows.map(auditExportEntryOf);
 }
 
-/** The CSV lines (without line ends) of the entries under `filters`, oldest first, a page at a time, formatted by Postgres. */
-export async function* auditExportCsvPages(pool: CommonQueryMethods, employerId: string, filters: AuditFilters): AsyncGenerator<string[]> {
-  const select = sql.fragment`${auditCsvLine} AS line, cursor_at, global_position`;
-  for await (const page of exportPages(pool, employerId, filters, csvRow, select)) yield page.rows.map((row) => row.line);
+// One row per page, its lines joined by Postgres: the service handles one string a page, not a row a line.
+const csvPage = z.object({ lines: z.string().nullable(), line_count: z.number(), last_at: z.string().nullable(), last_position: z.bigint().nullable() });
+
+/** The CSV lines of the entries under `filters`, oldest first, formatted by Postgres: a page at a time, as one text (without a final line end; null when empty). */
+export async function* auditExportCsvPages(pool: CommonQueryMethods, employerId: string, filters: AuditFilters): AsyncGenerator<string | null> {
+  const pages = prefetchedPages(async (after) => {
+    const page = await pool.one(sql.type(csvPage)`
+      SELECT string_agg(${auditCsvLine}, ${CSV_LINE_END} ORDER BY occurred_at, global_position) AS lines, count(*)::int AS line_count,
+             (array_agg(cursor_at ORDER BY occurred_at DESC, global_position DESC))[1] AS last_at,
+             (array_agg(global_position ORDER BY occurred_at DESC, global_position DESC))[1] AS last_position
+      FROM ${exportedRows(employerId, filters, after)}`);
+    const last = page.last_at !== null && page.last_position !== null ? { at: page.last_at, id: page.last_position.toString() } : null;
+    return { lines: page.lines, next: nextAfter(page.line_count, last) };
+  });
+  for await (const page of pages) yield page.lines;
 }

@@ -45,9 +45,7 @@ async function* auditNdjson(pool: DatabasePool, employerId: string, filters: Aud
 /** The header row, then the lines Postgres formats (RFC 4180, formulas neutralised), a page at a time. */
 async function* auditCsv(pool: DatabasePool, employerId: string, filters: AuditFilters) {
   yield AUDIT_CSV_HEADER;
-  for await (const lines of auditExportCsvPages(pool, employerId, filters)) {
-    if (lines.length > 0) yield `${lines.join(CSV_LINE_END)}${CSV_LINE_END}`;
-  }
+  for await (const lines of auditExportCsvPages(pool, employerId, filters)) if (lines !== null) yield `${lines}${CSV_LINE_END}`;
 }
 
 const auditPage = z.object({ entries: z.array(auditEntry), nextCursor: z.string().nullable() }).meta({ id: 'AuditEntryList' });
