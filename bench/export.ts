@@ -18,30 +18,9 @@ import { createApiKey } from '../src/api-keys/commands.ts';
 import { loadConfig } from '../src/config.ts';
 import { startService } from '../src/main.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { freePort, residentMb, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
+import { drain, freePort, measured, residentMb, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 
 const MB = 1024 * 1024;
-
-/** The peak RSS of process `pid` while `step` runs, sampled every 10 ms. */
-async function measured<T>(pid: number, step: () => Promise<T>): Promise<{ result: T; ms: number; peakRssMb: number }> {
-  let peak = await residentMb(pid);
-  const sampler = setInterval(() => void residentMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {}), 10);
-  const started = performance.now();
-  try {
-    const result = await step();
-    return { result, ms: performance.now() - started, peakRssMb: Math.max(peak, await residentMb(pid)) };
-  } finally {
-    clearInterval(sampler);
-  }
-}
-
-/** Reads a response body to its end, counting bytes (memory stays flat on this side too). */
-async function drain(response: Response): Promise<number> {
-  if (!response.ok) throw new Error(`${response.url}: ${response.status} ${await response.text()}`);
-  let bytes = 0;
-  for await (const chunk of response.body!) bytes += (chunk as Uint8Array).byteLength;
-  return bytes;
-}
 
 export default async function exportBench(args: string[]) {
   const [patientCount = 100_000, observationCount = 100_000] = args.map(Number);

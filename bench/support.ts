@@ -165,3 +165,24 @@ export async function residentMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) / 1024;
 }
+
+/** The peak RSS of process `pid` while `step` runs, sampled every 10 ms. */
+export async function measured<T>(pid: number, step: () => Promise<T>): Promise<{ result: T; ms: number; peakRssMb: number }> {
+  let peak = await residentMb(pid);
+  const sampler = setInterval(() => void residentMb(pid).then((mb) => (peak = Math.max(peak, mb)), () => {}), 10);
+  const started = performance.now();
+  try {
+    const result = await step();
+    return { result, ms: performance.now() - started, peakRssMb: Math.max(peak, await residentMb(pid)) };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Reads a response body to its end, counting bytes (memory stays flat on this side too). */
+export async function drain(response: Response): Promise<number> {
+  if (!response.ok) throw new Error(`${response.url}: ${response.status} ${await response.text()}`);
+  let bytes = 0;
+  for await (const chunk of response.body!) bytes += (chunk as Uint8Array).byteLength;
+  return bytes;
+}

@@ -26,14 +26,17 @@ export function auditProjection(mappers: AuditMappers): Projection {
           occurred_at: event.metadata.occurredAt,
           // Commands started by a request carry its id as correlation id.
           request_id: event.metadata.correlationId,
+          ip_address: event.metadata.ipAddress ?? null,
+          user_agent: event.metadata.userAgent ?? null,
         }];
       });
       if (rows.length === 0) return;
       await tx.query(sql.unsafe`
-        INSERT INTO audit_log (global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id)
-        SELECT global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id
+        INSERT INTO audit_log (global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id, ip_address, user_agent)
+        SELECT global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id, ip_address, user_agent
         FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(global_position bigint, event_id uuid, employer_id text, action text,
-          actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz, request_id text)`);
+          actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz, request_id text,
+          ip_address text, user_agent text)`);
     },
   });
 }

@@ -12,6 +12,8 @@ export const auditEntry = z
     target: z.object({ type: z.string(), id: z.string() }).nullable(),
     occurredAt: z.string(),
     requestId: z.string().nullable().meta({ description: 'x-request-id of the request that caused it; a job or CLI run otherwise.' }),
+    ipAddress: z.string().nullable().meta({ description: "The caller's address (after TRUST_PROXY); null for system actors, jobs and the CLI." }),
+    userAgent: z.string().nullable().meta({ description: "The caller's User-Agent (its first 512 characters), where it sent one." }),
     details: z.record(z.string(), z.unknown()).meta({ description: 'What changed; never a secret (keys, tokens and signing secrets appear only as names, prefixes or hashes).' }),
   })
   .meta({ id: 'AuditEntry' });
@@ -26,7 +28,10 @@ export type AuditFilters = {
   to?: string;
 };
 
-const entryRow = z.object({
+/** The columns of audit_log that make an entry. */
+export const auditEntryColumns = sql.fragment`event_id, global_position, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id, ip_address, user_agent`;
+
+export const auditEntryRow = z.object({
   event_id: z.string(),
   global_position: z.bigint(),
   action: z.string(),
@@ -37,15 +42,27 @@ const entryRow = z.object({
   details: z.record(z.string(), z.unknown()),
   occurred_at: z.string(),
   request_id: z.string().nullable(),
-  cursor_at: z.string(),
+  ip_address: z.string().nullable(),
+  user_agent: z.string().nullable(),
 });
+export type AuditEntryRow = z.infer<typeof auditEntryRow>;
 
-export async function listAuditEntries(
-  pool: DatabasePool,
-  employerId: string,
-  filters: AuditFilters,
-  { limit, after }: { limit: number; after: Keyset | null },
-): Promise<{ entries: AuditEntryView[]; next: Keyset | null }> {
+export function auditEntryOf(row: AuditEntryRow): AuditEntryView {
+  return {
+    id: row.event_id,
+    action: row.action,
+    actor: { type: row.actor_type, id: row.actor_id },
+    target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,
+    occurredAt: row.occurred_at,
+    requestId: row.request_id,
+    ipAddress: row.ip_address,
+    userAgent: row.user_agent,
+    details: row.details,
+  };
+}
+
+/** The conditions on audit_log of an employer's entries under these filters. */
+export function auditConditions(employerId: string, filters: AuditFilters) {
   const conditions = [sql.fragment`employer_id = ${employerId}`];
   if (filters.action !== undefined) {
     conditions.push(filters.action.endsWith('.')
@@ -56,23 +73,23 @@ export async function listAuditEntries(
   if (filters.targetId !== undefined) conditions.push(sql.fragment`target_id = ${filters.targetId}`);
   if (filters.from !== undefined) conditions.push(sql.fragment`occurred_at >= ${filters.from}::timestamptz`);
   if (filters.to !== undefined) conditions.push(sql.fragment`occurred_at < ${filters.to}::timestamptz`);
+  return conditions;
+}
+
+const listRow = auditEntryRow.extend({ cursor_at: z.string() });
+
+export async function listAuditEntries(
+  pool: DatabasePool,
+  employerId: string,
+  filters: AuditFilters,
+  { limit, after }: { limit: number; after: Keyset | null },
+): Promise<{ entries: AuditEntryView[]; next: Keyset | null }> {
+  const conditions = auditConditions(employerId, filters);
   if (after) conditions.push(sql.fragment`(occurred_at, global_position) < (${after.at}::timestamptz, ${after.id}::bigint)`);
-  const rows = await pool.any(sql.type(entryRow)`
-    SELECT event_id, global_position, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id,
-           occurred_at::text AS cursor_at
+  const rows = await pool.any(sql.type(listRow)`
+    SELECT ${auditEntryColumns}, occurred_at::text AS cursor_at
     FROM audit_log WHERE ${sql.join(conditions, sql.fragment` AND `)}
     ORDER BY occurred_at DESC, global_position DESC LIMIT ${limit + 1}`);
   const { page, next } = pageOf(rows, limit, (row) => ({ at: row.cursor_at, id: row.global_position.toString() }));
-  return {
-    entries: page.map((row) => ({
-      id: row.event_id,
-      action: row.action,
-      actor: { type: row.actor_type, id: row.actor_id },
-      target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,
-      occurredAt: row.occurred_at,
-      requestId: row.request_id,
-      details: row.details,
-    })),
-    next,
-  };
+  return { entries: page.map(auditEntryOf), next };
 }

@@ -14,6 +14,8 @@ export const SCOPES = [
   'sso:manage',
   'fhir:read',
   'fhir:write',
+  // An addition to SPEC 5.3: the audit API (list and export) for auditors' keys.
+  'audit:read',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

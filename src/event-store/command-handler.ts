@@ -3,10 +3,11 @@
 // append it waits until the read models have caught up, so the caller's next query sees its write.
 // `handleCommands` does the same for commands on several streams that must take effect together, and
 // `handlePlannedCommands` for such commands planned from read models, planned again on a conflict.
-// The events' metadata (actor, correlation, causation, time) is built here, and only here.
+// The events' metadata (actor, correlation, causation, time, the caller's address) is built here, and only here.
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
+import { currentClientOrigin } from '../http/client-origin.ts';
 import { WrongExpectedRevisionError, type Actor, type AppendMetadata, type EventStore, type Position } from './port.ts';
 
 export type CommandContext = {
@@ -165,5 +166,7 @@ function metadataOf(context: CommandContext, correlationId: string, occurredAt: 
     correlationId: context.correlationId ?? correlationId,
     causationId: context.causationId ?? null,
     occurredAt,
+    // A system actor's work is its own, whatever request happened to start it: it carries no caller's address.
+    ...(context.actor.type === 'system' ? {} : currentClientOrigin()),
   };
 }

@@ -27,6 +27,9 @@ export type EventMetadata = {
   schemaVersion: number;
   /** When the command that produced the event was decided (ISO 8601). */
   occurredAt: string;
+  /** The caller's address (after TRUST_PROXY) and user agent, for commands of an HTTP request by a non-system actor. */
+  ipAddress?: string;
+  userAgent?: string;
 };
 
 export type NewEvent = { type: string; data: Record<string, unknown> };

@@ -2,26 +2,15 @@
 // in it), newest first, one page in memory at a time.
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Keyset } from '../http/page.ts';
+import { prefetchedPages, type Keyset } from '../http/page.ts';
 import { listRoster, rosterPatient } from '../../projections/patients/queries.ts';
 
 export const EXPORT_PAGE_ROWS = 1000;
 export type RosterPatient = z.infer<typeof rosterPatient>;
 
-/** The next page is read while the caller handles the current one (reads and writes overlap). */
-export async function* rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null, rows = EXPORT_PAGE_ROWS) {
-  const read = (from: Keyset | null) => {
-    const page = listRoster(pool, employerId, { limit: rows, after: from });
-    page.catch(() => {}); // a caller that stopped early never awaits it; one that awaits it sees the error
-    return page;
-  };
-  let pending = read(after);
-  for (;;) {
-    const page = await pending;
-    if (page.next) pending = read(page.next);
-    yield page;
-    if (!page.next) return;
-  }
+/** The roster's pages, the next read while the caller handles the current one. */
+export function rosterPages(pool: CommonQueryMethods, employerId: string, after: Keyset | null = null, rows = EXPORT_PAGE_ROWS) {
+  return prefetchedPages((from) => listRoster(pool, employerId, { limit: rows, after: from }), after);
 }
 
 export async function countPatients(pool: CommonQueryMethods, employerId: string): Promise<number> {

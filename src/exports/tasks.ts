@@ -13,7 +13,8 @@ import { leaseAbandoned, unlockJobsOfDeadWorkers, type ProcessLease } from '../w
 import { employerJobArguments } from '../worker/fair-share.ts';
 import { assertExportAdmitted } from './admission.ts';
 import { bulkStatusUrl, countBulkResources, writeBulkFiles, type BulkRequest } from './bulk-data.ts';
-import { CSV_HEADER, CSV_LINE_END, rosterCsvLine } from './csv.ts';
+import { CSV_LINE_END } from '../db/csv.ts';
+import { CSV_HEADER, rosterCsvLine } from './csv.ts';
 import type { ExportCompleted } from './events.ts';
 import { ROSTER_ORDER, rosterPageQuery } from '../../projections/patients/queries.ts';
 import { countPatients } from './roster.ts';

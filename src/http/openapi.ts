@@ -19,7 +19,7 @@ type SecurityScheme =
  */
 const CREDENTIALS: Record<Credential, { scheme: SecurityScheme; missing: string; rateLimited: boolean }> = {
   apiKey: {
-    scheme: { type: 'apiKey', in: 'header', name: 'x-api-key', description: `API key (mt_live_...). Calls also send ${API_VERSION_HEADER}, declared on every operation that takes a key. Rate limited per key: past it, 429 RATE_LIMITED with Retry-After.` },
+    scheme: { type: 'apiKey', in: 'header', name: 'x-api-key', description: `API key (mt_live_...). Calls also send ${API_VERSION_HEADER}, declared on every operation that takes a key. Rate limited per key: past it, 429 RATE_LIMITED with Retry-After. Each operation names the scope it needs (x-required-scope): those of the spec, and audit:read, an addition, for the audit log and its export.` },
     missing: 'an API key (x-api-key) that is unknown, revoked, expired or suspended (INVALID_API_KEY, API_KEY_REVOKED, API_KEY_EXPIRED, API_KEY_INACTIVE)',
     rateLimited: true,
   },

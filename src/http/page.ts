@@ -48,3 +48,22 @@ export function pageOf<Row>(rows: readonly Row[], limit: number, keysetOf: (row:
   const last = page[page.length - 1];
   return { page, next: rows.length > limit && last !== undefined ? keysetOf(last) : null };
 }
+
+/**
+ * Every page of a keyset-paged read, from `after` on, each next page read while the caller handles the
+ * current one (reads and writes overlap), one page ahead at most: a slow consumer holds two pages.
+ */
+export async function* prefetchedPages<Page extends { next: Keyset | null }>(read: (after: Keyset | null) => Promise<Page>, after: Keyset | null = null): AsyncGenerator<Page> {
+  const readAhead = (from: Keyset | null) => {
+    const page = read(from);
+    page.catch(() => {}); // a caller that stopped early never awaits it; one that awaits it sees the error
+    return page;
+  };
+  let pending = readAhead(after);
+  for (;;) {
+    const page = await pending;
+    if (page.next) pending = readAhead(page.next);
+    yield page;
+    if (!page.next) return;
+  }
+}

@@ -19,6 +19,7 @@ import { metricsServed } from '../metrics/scrape.ts';
 import { registerSecuritySchemes } from './openapi.ts';
 import { createRouteMethods } from './route-methods.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
+import { runWithClientOrigin } from './client-origin.ts';
 
 /**
  * A capability's routes. `services` is what the capability's start created in this process
@@ -112,7 +113,7 @@ export async function buildServer(
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    runWithClientOrigin(request, done);
   });
 
   await fastify.register(fastifyCookie);

@@ -124,7 +124,7 @@ describe('audit API', () => {
     expect(withForeignCursor.body.entries.some((entry) => acmeIds.has(entry.id))).toBe(false);
   });
 
-  it('is for admin sessions only', async () => {
+  it('refuses anonymous callers (admin sessions and audit:read keys read it: audit-export.test.ts)', async () => {
     const anonymous = await fetch(`${service.url}/api/employer/audit-events`);
     expect(anonymous.status).toBe(401);
   });

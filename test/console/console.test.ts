@@ -247,10 +247,11 @@ describe.skipIf(unavailable !== null)('the admin console in Chromium', () => {
 
   it('finds these actions in the audit log', async () => {
     await openPage('audit', 'Audit log');
-    await page.getByLabel('Action').fill('api_key.revoked');
+    const filters = page.getByRole('form', { name: 'Filter the audit log' });
+    await filters.getByLabel('Action').fill('api_key.revoked');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByRole('cell', { name: 'api_key.revoked' }).waitFor();
-    await page.getByLabel('Action').fill('');
+    await filters.getByLabel('Action').fill('');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     for (const action of ['api_key.created', 'sso.config.update']) await page.getByRole('cell', { name: action }).first().waitFor();
     await checkPage('audit');

@@ -22,6 +22,7 @@ const SCOPE_PURPOSE: Record<Scope, string> = {
   'sso:manage': 'Manage SSO and SCIM settings',
   'fhir:read': 'Read FHIR resources',
   'fhir:write': 'Write FHIR resources',
+  'audit:read': 'Read and export the audit log',
 };
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
