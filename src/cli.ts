@@ -13,7 +13,7 @@ import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
-import { createEmployer } from './tenants/commands.ts';
+import { createEmployer, eraseUser } from './tenants/commands.ts';
 import { verifyDomainByOperator } from './email-domains/commands.ts';
 import { normalizeDomain } from './email-domains/domain-name.ts';
 import { erasePatient } from './patients/commands.ts';
@@ -39,6 +39,7 @@ const USAGE = `Usage: npm run cli -- <command>
   projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
                                              stopped rebuild unless --restart
   patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
+  users erase --tenant <employerId> --user <userId>   erase a deactivated user's personal data (crypto-shredding)
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
                                              ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
   events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)
@@ -66,6 +67,7 @@ async function main(argv: string[]) {
       tenant: { type: 'string' },
       from: { type: 'string' },
       patient: { type: 'string' },
+      user: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
       restart: { type: 'boolean', default: false },
       families: { type: 'string' },
@@ -100,6 +102,7 @@ async function main(argv: string[]) {
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
+    if (command === 'users' && subcommand === 'erase') return await eraseUserData(service, values.tenant, values.user);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     if (command === 'platform-tokens' && subcommand === 'create') return await platformTokensCreate(service, values.name, values.families, values.json!);
@@ -262,6 +265,12 @@ async function erase(service: Service, tenantId: string | undefined, patientId: 
   if (!tenantId || !patientId) throw new UsageError('patients erase needs --tenant <employerId> and --patient <patientId>.');
   const { erasedAt } = await erasePatient(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { patientId });
   console.log(`Erased the personal data of patient ${patientId} (${erasedAt}).`);
+}
+
+async function eraseUserData(service: Service, tenantId: string | undefined, userId: string | undefined) {
+  if (!tenantId || !userId) throw new UsageError('users erase needs --tenant <employerId> and --user <userId>.');
+  const { erasedAt } = await eraseUser(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { userId });
+  console.log(`Erased the personal data of user ${userId} (${erasedAt}).`);
 }
 
 async function replay(service: Service, tenantId: string | undefined, from: string | undefined, format: string) {

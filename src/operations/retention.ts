@@ -5,7 +5,7 @@
 // `sessions` and `signin_tokens` are the identity projection's tables: a rebuild replays their events
 // and brings the expired rows back, harmlessly (an expired session or token is refused all the same),
 // until the next run prunes them again.
-import { sql, type DatabasePool, type SqlFragment } from 'slonik';
+import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
 import type { AppContext } from '../app-context.ts';
 import type { Config } from '../config.ts';
 
@@ -14,7 +14,7 @@ export type RetentionAges = Pick<Config, 'RETENTION_WEBHOOK_LOG_DAYS' | 'RETENTI
 /** Rows pruned per table in one run: what a metrics registry counts (a `prune` counter labelled by table). */
 export type PrunedCounts = Record<string, number>;
 
-type Rule = { table: string; due: (ages: RetentionAges) => SqlFragment };
+type Rule = { table: string; due: (ages: RetentionAges) => FragmentSqlToken };
 
 const olderThanDays = (column: string, days: number) => sql.fragment`${sql.identifier([column])} < now() - make_interval(days => ${days})`;
 

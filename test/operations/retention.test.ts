@@ -4,7 +4,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationsTasks, RETENTION_TASK } from '../../src/operations/tasks.ts';
 import { pruneOperationalRows } from '../../src/operations/retention.ts';
-import type { ProcessLease } from '../../src/worker/lease.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
 describe('retention', () => {
@@ -49,7 +48,7 @@ describe('retention', () => {
     await seed();
     const eventsBefore = await count('events');
     const chainBefore = await count('audit_chain');
-    const task = operationsTasks(service.ctx, undefined as unknown as ProcessLease)[RETENTION_TASK]!;
+    const task = operationsTasks(service.ctx)[RETENTION_TASK]!;
     await task(undefined as never, undefined as never);
 
     expect((await query(`SELECT status FROM webhook_deliveries WHERE webhook_id = 'wh_retention' ORDER BY status`)).rows.map((r) => r.status)).toEqual(['failed', 'pending']);
