@@ -90,10 +90,11 @@ const selectParked = sql.fragment`
          error, attempts, to_json(parked_at) #>> '{}' AS parked_at, to_json(last_attempt_at) #>> '{}' AS last_attempt_at
   FROM projection_parked_events`;
 
-/** One projection's parked events after `after`, in global order (or every projection's, first `limit`). */
-export async function listParked(db: CommonQueryMethods, options: { projection?: string; after?: Position; limit: number }): Promise<ParkedEventRow[]> {
+/** One projection's parked events after `after` (of one stream, when given), in global order (or every projection's, first `limit`). */
+export async function listParked(db: CommonQueryMethods, options: { projection?: string; streamName?: string; after?: Position; limit: number }): Promise<ParkedEventRow[]> {
   const conditions = [sql.fragment`true`];
   if (options.projection) conditions.push(sql.fragment`projection = ${options.projection}`);
+  if (options.streamName) conditions.push(sql.fragment`stream_name = ${options.streamName}`);
   if (options.after) {
     conditions.push(sql.fragment`(position_commit, position_prepare) > (${options.after.commit.toString()}::bigint, ${options.after.prepare.toString()}::bigint)`);
   }

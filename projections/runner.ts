@@ -19,6 +19,7 @@ import {
 } from '../src/event-store/port.ts';
 import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
 import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
+import { CONTROL_CHANNEL, parseControl, pausedProjections } from './operations.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
 const WAITER_POLL_MS = 250;
@@ -31,21 +32,25 @@ const RETRY_GROWTH = 5;
 const PASSED_STORE_MS = 10_000;
 /** Parked events retried per transaction (each holds the projection's checkpoint lock). */
 const RETRY_CHUNK = 100;
+/** How often a runner with paused projections reads the pauses again, in case an announcement went missing. */
+const PAUSE_POLL_MS = 2_000;
 
 const checkpointRow = z.object({ position_commit: z.string(), position_prepare: z.string() });
 const positionOf = (row: z.infer<typeof checkpointRow>): Position => ({ commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) });
 
 /**
  * Creates the checkpoint row if needed and locks it for this transaction (the upsert takes the row
- * lock). Also says, in the same round trip, whether the projection has parked events.
+ * lock). Also says, in the same round trip, whether the projection has parked events and whether an
+ * operator paused it (projections/operations.ts).
  */
-async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<{ checkpoint: Position; hasParked: boolean }> {
-  const row = await tx.one(sql.type(checkpointRow.extend({ has_parked: z.boolean() }))`
+async function lockCheckpoint(tx: DatabaseTransactionConnection, name: string): Promise<{ checkpoint: Position; hasParked: boolean; paused: boolean }> {
+  const row = await tx.one(sql.type(checkpointRow.extend({ has_parked: z.boolean(), paused: z.boolean() }))`
     INSERT INTO projection_checkpoints (name) VALUES (${name})
     ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
     RETURNING position_commit::text, position_prepare::text,
-      EXISTS (SELECT 1 FROM projection_parked_events WHERE projection = ${name}) AS has_parked`);
-  return { checkpoint: positionOf(row), hasParked: row.has_parked };
+      EXISTS (SELECT 1 FROM projection_parked_events WHERE projection = ${name}) AS has_parked,
+      EXISTS (SELECT 1 FROM projection_pauses WHERE projection = ${name}) AS paused`);
+  return { checkpoint: positionOf(row), hasParked: row.has_parked, paused: row.paused };
 }
 
 /** Moves the checkpoint and, when `notifyPeers`, announces it to other processes (delivered at commit), in one round trip. */
@@ -92,7 +97,7 @@ export async function applyBatchParkingFailures(
   projection: Projection,
   batch: RecordedEvent[],
   options: { failedAttempts: number; notifyPeers?: boolean },
-): Promise<{ applied: number; parked: SetAside[] }> {
+): Promise<{ applied: number; parked: SetAside[]; paused?: true }> {
   return applyBatchWith(pool, projection, batch, { notifyPeers: options.notifyPeers ?? true, failedAttempts: options.failedAttempts });
 }
 
@@ -101,9 +106,11 @@ async function applyBatchWith(
   projection: Projection,
   batch: RecordedEvent[],
   options: { notifyPeers: boolean; failedAttempts: number | null },
-): Promise<{ applied: number; parked: SetAside[] }> {
+): Promise<{ applied: number; parked: SetAside[]; paused?: true }> {
   return pool.transaction(async (tx) => {
-    const { checkpoint, hasParked } = await lockCheckpoint(tx, projection.name);
+    const { checkpoint, hasParked, paused } = await lockCheckpoint(tx, projection.name);
+    // Paused: nothing applied and the checkpoint left where it is, so the runner resumes from it.
+    if (paused) return { applied: 0, parked: [], paused: true };
     const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
     if (fresh.length === 0) return { applied: 0, parked: [] };
     const relevant = fresh.filter((event) => handlesEventType(projection, event.type));
@@ -193,7 +200,7 @@ function isTransient(error: unknown): boolean {
  * so do the later events of their streams. Each chunk holds the checkpoint lock, so the live runner
  * cannot apply an event of the same stream meanwhile.
  */
-export async function retryParkedEvents(deps: { pool: DatabasePool; eventStore: EventStore; projection: Projection }): Promise<{ applied: number; stillParked: number }> {
+export async function retryParkedEvents(deps: { pool: DatabasePool; eventStore: EventStore; projection: Projection; streamName?: string }): Promise<{ applied: number; stillParked: number }> {
   const { pool, eventStore, projection } = deps;
   const waiting = new Map<string, string>();
   let after: Position = START;
@@ -202,7 +209,7 @@ export async function retryParkedEvents(deps: { pool: DatabasePool; eventStore: 
   for (let done = false; !done; ) {
     done = await pool.transaction(async (tx) => {
       await lockCheckpoint(tx, projection.name);
-      const rows = await listParked(tx, { projection: projection.name, after, limit: RETRY_CHUNK });
+      const rows = await listParked(tx, { projection: projection.name, after, limit: RETRY_CHUNK, ...(deps.streamName ? { streamName: deps.streamName } : {}) });
       for (const row of rows) {
         after = { commit: BigInt(row.position_commit), prepare: BigInt(row.position_prepare) };
         const behind = waiting.get(row.stream_name);
@@ -238,7 +245,7 @@ export async function readCheckpoint(pool: DatabasePool, name: string): Promise<
 
 export type ProjectionRunner = { stop(): Promise<void> };
 
-export async function startProjectionRunner(deps: {
+type RunnerDeps = {
   pool: DatabasePool;
   eventStore: EventStore;
   notifications: Notifications;
@@ -246,63 +253,133 @@ export async function startProjectionRunner(deps: {
   onError: (projection: string, error: unknown) => void;
   /** An event set aside: it failed alone after the batch's attempts, or waits behind one that did. */
   onParked?: (projection: string, parked: SetAside) => void;
-}): Promise<ProjectionRunner> {
+};
+
+/**
+ * Gives each projection a subscription from its checkpoint, except those an operator paused
+ * (projections/operations.ts): a pause stops the subscription (announced by NOTIFY, or found in a
+ * batch's transaction, which then applies nothing), a resume subscribes again from the checkpoint.
+ */
+export async function startProjectionRunner(deps: RunnerDeps): Promise<ProjectionRunner> {
+  const announcePassed = createPassedAnnouncer(deps.pool, deps.notifications);
+  const runs = new Map(deps.projections.map((projection) => [projection.name, projectionRun(deps, projection, announcePassed)]));
+  const control = (name: string, paused: boolean) => {
+    const run = runs.get(name);
+    if (run) void run.setPaused(paused).catch((error: unknown) => deps.onError(name, error));
+  };
+  // Listening before the pauses are read: a pause or resume in between is heard, not missed.
+  const unlisten = await deps.notifications.listen(CONTROL_CHANNEL, (payload) => {
+    const parsed = parseControl(payload);
+    if (parsed) control(parsed.projection, parsed.paused);
+  });
+  const reconcile = async () => {
+    const paused = await pausedProjections(deps.pool);
+    await Promise.all([...runs.values()].map((run) => run.setPaused(paused.has(run.name)).catch((error: unknown) => deps.onError(run.name, error))));
+  };
+  await reconcile();
+  // Announcements can go missing (a dropped listening connection): while anything is paused or not
+  // subscribed, the pauses are read again now and then.
+  const poll = setInterval(() => {
+    if ([...runs.values()].some((run) => !run.running())) void reconcile().catch(() => {});
+  }, PAUSE_POLL_MS);
+  poll.unref();
+  return {
+    stop: async () => {
+      clearInterval(poll);
+      unlisten();
+      await Promise.all([...runs.values()].map((run) => run.stop()));
+    },
+  };
+}
+
+/** One projection's subscription, stopped while the projection is paused. */
+function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed: ReturnType<typeof createPassedAnnouncer>) {
   const { notifications } = deps;
-  const subscriptions: Subscription[] = [];
-  const announcePassed = createPassedAnnouncer(deps.pool, notifications);
-  for (const projection of deps.projections) {
+  let subscription: Subscription | null = null;
+  let paused = false;
+  let closed = false;
+  let stopping: Promise<void> = Promise.resolve();
+  const unsubscribe = () => {
+    const current = subscription;
+    subscription = null;
+    if (current) stopping = stopping.then(() => current.stop());
+    return stopping;
+  };
+  const subscribe = async () => {
+    await stopping;
+    if (subscription || paused || closed) return;
     const after = await readCheckpoint(deps.pool, projection.name);
+    if (subscription || paused || closed) return;
     let storedAt = performance.now();
-    subscriptions.push(
-      deps.eventStore.subscribeToAll({ after, batchWindowMs: projection.batchWindowMs, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
-        const end = batch[batch.length - 1]!.position;
-        // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
-        // the next relevant batch (after a restart the skipped events are read and skipped again), and
-        // commands waiting for this projection learn the new position from the announcement alone. It
-        // is stored anyway every PASSED_STORE_MS, so that operators' counts of pending events (status,
-        // readiness) start from a recent position instead of scanning what was skipped since.
-        if (!batch.some((event) => handlesEventType(projection, event.type))) {
-          await announcePassed(projection.name, end);
-          if (performance.now() - storedAt >= PASSED_STORE_MS) {
-            storedAt = performance.now();
-            await storePassedPosition(deps.pool, projection.name, end);
-          }
-          return;
+    subscription = deps.eventStore.subscribeToAll({ after, batchWindowMs: projection.batchWindowMs, onError: (error) => deps.onError(projection.name, error) }, async (batch) => {
+      // Paused meanwhile: this subscription is stopping, and the next one starts from the stored checkpoint.
+      if (paused) return;
+      const end = batch[batch.length - 1]!.position;
+      // A batch with nothing for this projection costs no transaction: the stored checkpoint moves with
+      // the next relevant batch (after a restart the skipped events are read and skipped again), and
+      // commands waiting for this projection learn the new position from the announcement alone. It
+      // is stored anyway every PASSED_STORE_MS, so that operators' counts of pending events (status,
+      // readiness) start from a recent position instead of scanning what was skipped since.
+      if (!batch.some((event) => handlesEventType(projection, event.type))) {
+        await announcePassed(projection.name, end);
+        if (performance.now() - storedAt >= PASSED_STORE_MS) {
+          storedAt = performance.now();
+          await storePassedPosition(deps.pool, projection.name, end);
         }
-        await applyRetryingThenParking(deps, projection, batch, notifications.peersListening());
-        storedAt = performance.now();
-        // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
-        // runner got further already, the stored checkpoint is past `end` too.)
-        notifications.publishLocally(CHECKPOINT_CHANNEL, `${projection.name} ${formatPosition(end)}`);
-      }),
-    );
-  }
-  return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };
+        return;
+      }
+      if (await applyRetryingThenParking(deps, projection, batch, notifications.peersListening())) {
+        paused = true;
+        void unsubscribe();
+        return;
+      }
+      storedAt = performance.now();
+      // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
+      // runner got further already, the stored checkpoint is past `end` too.)
+      notifications.publishLocally(CHECKPOINT_CHANNEL, `${projection.name} ${formatPosition(end)}`);
+    });
+  };
+  return {
+    name: projection.name,
+    /** Subscribed, or paused as it should be. */
+    running: () => paused || subscription !== null,
+    async setPaused(value: boolean) {
+      paused = value;
+      if (value) await unsubscribe();
+      else await subscribe();
+    },
+    async stop() {
+      closed = true;
+      await unsubscribe();
+    },
+  };
 }
 
 /**
  * Tries the batch BATCH_ATTEMPTS times with growing pauses, then event by event, parking those that
  * fail. A transient error during that last pass (the database gone) is thrown: the subscription offers
- * the batch again later, and nothing is parked for it.
+ * the batch again later, and nothing is parked for it. Returns true when the projection turned out
+ * to be paused (nothing applied).
  */
 async function applyRetryingThenParking(
-  deps: Pick<Parameters<typeof startProjectionRunner>[0], 'pool' | 'onError' | 'onParked'>,
+  deps: Pick<RunnerDeps, 'pool' | 'onError' | 'onParked'>,
   projection: Projection,
   batch: RecordedEvent[],
   notifyPeers: boolean,
-): Promise<void> {
-  const report = (parked: SetAside[]) => {
-    for (const setAside of parked) deps.onParked?.(projection.name, setAside);
+): Promise<boolean> {
+  const report = (result: { parked: SetAside[]; paused?: true }) => {
+    for (const setAside of result.parked) deps.onParked?.(projection.name, setAside);
+    return result.paused === true;
   };
   for (let attempt = 1; attempt <= BATCH_ATTEMPTS; attempt++) {
     try {
-      return report((await applyBatchWith(deps.pool, projection, batch, { notifyPeers, failedAttempts: null })).parked);
+      return report(await applyBatchWith(deps.pool, projection, batch, { notifyPeers, failedAttempts: null }));
     } catch (error) {
       deps.onError(projection.name, error);
       if (attempt < BATCH_ATTEMPTS) await pause(RETRY_BASE_MS * RETRY_GROWTH ** (attempt - 1));
     }
   }
-  report((await applyBatchParkingFailures(deps.pool, projection, batch, { failedAttempts: BATCH_ATTEMPTS, notifyPeers })).parked);
+  return report(await applyBatchParkingFailures(deps.pool, projection, batch, { failedAttempts: BATCH_ATTEMPTS, notifyPeers }));
 }
 
 /**
@@ -332,7 +409,8 @@ function createPassedAnnouncer(pool: DatabasePool, notifications: Notifications)
 /**
  * Read-your-writes: resolves when every projection in `names` has passed `position`, or after
  * `timeoutMs` (the write is durable either way; only the read model is late). Learns checkpoints from
- * NOTIFY so waiting costs no polling.
+ * NOTIFY so waiting costs no polling. A paused projection is not waited for (it would only hold every
+ * command for the whole timeout): its read model is stale until it is resumed.
  */
 export function createProjectionWaiter(deps: {
   pool: DatabasePool;
@@ -346,6 +424,8 @@ export function createProjectionWaiter(deps: {
   // WAITER_POLL_MS while any wait lasts: one read for all waiters. A known checkpoint is never ahead of
   // the stored one (checkpoints only move forward), so a missed announcement can only delay a wait.
   const known = new Map<string, Position>();
+  const paused = new Set<string>();
+  let pausesRead = false;
   const waiters = new Set<() => void>();
   /** Every projection some wait has named: what a poll reads. */
   const waitedFor = new Set(deps.names);
@@ -354,6 +434,10 @@ export function createProjectionWaiter(deps: {
     if (!previous || comparePositions(position, previous) > 0) known.set(name, position);
   };
   const refresh = async (names: readonly string[]) => {
+    const pauses = await pausedProjections(deps.pool);
+    paused.clear();
+    for (const name of pauses.keys()) paused.add(name);
+    pausesRead = true;
     for (const row of await deps.pool.any(sql.type(checkpointRow.extend({ name: z.string() }))`
       SELECT name, position_commit::text, position_prepare::text FROM projection_checkpoints WHERE name = ANY(${sql.array([...names], 'text')})`)) {
       learn(row.name, positionOf(row));
@@ -383,8 +467,16 @@ export function createProjectionWaiter(deps: {
     }
     wakeWaiters();
   });
+  const listeningToControl = deps.notifications.listen(CONTROL_CHANNEL, (payload) => {
+    const control = parseControl(payload);
+    if (!control) return;
+    if (control.paused) paused.add(control.projection);
+    else paused.delete(control.projection);
+    wakeWaiters();
+  });
   const caughtUp = (position: Position, names: readonly string[]) =>
     names.every((name) => {
+      if (paused.has(name)) return true;
       const checkpoint = known.get(name);
       return checkpoint !== undefined && comparePositions(checkpoint, position) >= 0;
     });
@@ -393,10 +485,10 @@ export function createProjectionWaiter(deps: {
   return async function waitForProjections(position: Position, names: readonly string[] = deps.names): Promise<boolean> {
     if (names.length === 0) return true;
     for (const name of names) waitedFor.add(name);
-    await listening;
-    if (caughtUp(position, names)) return true;
+    await Promise.all([listening, listeningToControl]);
+    if (pausesRead && caughtUp(position, names)) return true;
     const unknown = names.filter((name) => !known.has(name));
-    if (unknown.length > 0) {
+    if (unknown.length > 0 || !pausesRead) {
       await refresh(unknown);
       if (caughtUp(position, names)) return true;
     }

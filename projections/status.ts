@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { START, formatPosition, type EventStore, type Position } from '../src/event-store/port.ts';
 import type { ProjectionReadiness } from '../src/http/server.ts';
 import { parkedCounts } from './parking.ts';
+import { pausedProjections, type ProjectionPause } from './operations.ts';
 import { eventTypeFilterOf, type Projection } from '../src/event-store/projection.ts';
 
 /** Readiness counts pending events up to this: enough to say how far behind, cheap on every probe. */
@@ -30,6 +31,8 @@ export type ProjectionStatus = {
   pendingEvents: number | null;
   parkedEvents: number;
   rebuildable: boolean | null;
+  /** Who paused it, why and when (`projections pause`); null when it runs. */
+  paused: ProjectionPause | null;
 };
 
 /**
@@ -37,7 +40,7 @@ export type ProjectionStatus = {
  * projection this build no longer has that still has parked events.
  */
 export async function projectionStatuses(deps: { pool: DatabasePool; eventStore: EventStore; projections: Projection[]; countLimit: number }): Promise<ProjectionStatus[]> {
-  const [checkpoints, parked] = await Promise.all([readCheckpoints(deps.pool), parkedCounts(deps.pool)]);
+  const [checkpoints, parked, paused] = await Promise.all([readCheckpoints(deps.pool), parkedCounts(deps.pool), pausedProjections(deps.pool)]);
   const known = await Promise.all(
     deps.projections.map(async (projection): Promise<ProjectionStatus> => {
       const checkpoint = checkpoints.get(projection.name);
@@ -49,6 +52,7 @@ export async function projectionStatuses(deps: { pool: DatabasePool; eventStore:
         pendingEvents: pending,
         parkedEvents: parked[projection.name] ?? 0,
         rebuildable: projection.rebuildable !== false,
+        paused: paused.get(projection.name) ?? null,
       };
     }),
   );
@@ -57,22 +61,25 @@ export async function projectionStatuses(deps: { pool: DatabasePool; eventStore:
     .filter(([name]) => !names.has(name))
     .map(([name, count]): ProjectionStatus => {
       const checkpoint = checkpoints.get(name);
-      return { projection: name, position: checkpoint ? formatPosition(checkpoint.position) : null, updatedAt: checkpoint?.updatedAt ?? null, pendingEvents: null, parkedEvents: count, rebuildable: null };
+      return { projection: name, position: checkpoint ? formatPosition(checkpoint.position) : null, updatedAt: checkpoint?.updatedAt ?? null, pendingEvents: null, parkedEvents: count, rebuildable: null, paused: paused.get(name) ?? null };
     });
   return [...known, ...unknown];
 }
 
-/** What GET /readyz reports about the projections: two small reads, plus a bounded count per projection idle for a minute. */
+/**
+ * What GET /readyz reports about the projections: three small reads, plus a bounded count per
+ * projection idle for a minute. A paused projection is idle on purpose: reported as paused, not stalled.
+ */
 export async function projectionReadiness(deps: { pool: DatabasePool; eventStore: EventStore; projections: Projection[] }): Promise<ProjectionReadiness> {
-  const [checkpoints, parked] = await Promise.all([readCheckpoints(deps.pool), parkedCounts(deps.pool)]);
+  const [checkpoints, parked, paused] = await Promise.all([readCheckpoints(deps.pool), parkedCounts(deps.pool), pausedProjections(deps.pool)]);
   const lag: Record<string, number> = {};
   await Promise.all(
     deps.projections.map(async (projection) => {
       const checkpoint = checkpoints.get(projection.name);
-      if (!checkpoint?.idle) return;
+      if (!checkpoint?.idle || paused.has(projection.name)) return;
       const pending = await deps.eventStore.countEventsAfter(checkpoint.position, { types: eventTypeFilterOf(projection), limit: READINESS_COUNT_LIMIT });
       if (pending > 0) lag[projection.name] = pending;
     }),
   );
-  return { stalled: Object.keys(lag), lag, parked };
+  return { stalled: Object.keys(lag), lag, parked, paused: [...paused.keys()].sort() };
 }

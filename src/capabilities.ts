@@ -27,6 +27,7 @@ export const API_TAGS: Readonly<Record<string, string>> = {
   Webhooks: 'Webhook subscriptions, their signing secrets and delivery log; the `webhooks` section lists the events delivered.',
   Patients: 'Cohort uploads and the patient roster; erasing a patient\'s personal data.',
   FHIR: 'FHIR R4 REST API over the employer\'s patients and their clinical resources (application/fhir+json, errors as OperationOutcome).',
+  Users: 'The employer\'s users: erasing a deactivated user\'s personal data.',
   'Administrators from the IdP': 'Which identity-provider groups (SCIM groups, SAML attribute values) make their members the employer\'s administrators.',
   'SMART clients': 'SMART Backend Services: the employer\'s registered client applications (their public key sets and scopes) and the OAuth token endpoint that gives them FHIR access tokens.',
   'FHIR Bulk Data': 'FHIR Bulk Data $export (asynchronous request pattern) and its NDJSON files.',

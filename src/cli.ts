@@ -1,5 +1,6 @@
 // The command line: `npm run cli -- <command>` (or the package's bin). `serve` runs the service; the
 // others are operator and auditor tools that run against the same database.
+import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
@@ -7,13 +8,15 @@ import { listParked } from '../projections/parking.ts';
 import { retryParkedEvents } from '../projections/runner.ts';
 import { RebuildAlreadyRunningError, rebuildProjection } from '../projections/rebuild.ts';
 import { projectionStatuses } from '../projections/status.ts';
+import { pauseProjection, resumeProjection } from '../projections/operations.ts';
+import { skipParkedEvent } from './operations/commands.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { EMAIL_MAX, NAME_MAX } from './http/limits.ts';
 import { issueSignInToken } from './identity/commands.ts';
 import { ALL_ROLES, startService, type Role, type Service } from './main.ts';
 import { describePlan } from './db/pools.ts';
 import { formatPosition, parsePosition, START, type RecordedEvent } from './event-store/port.ts';
-import { createEmployer } from './tenants/commands.ts';
+import { createEmployer, eraseUser } from './tenants/commands.ts';
 import { verifyDomainByOperator } from './email-domains/commands.ts';
 import { normalizeDomain } from './email-domains/domain-name.ts';
 import { erasePatient } from './patients/commands.ts';
@@ -36,9 +39,15 @@ const USAGE = `Usage: npm run cli -- <command>
   signin-link --email <email> [--json]        a one-time sign-in URL for an existing user
   projections status [--json]                 each projection's position, lag and parked events
   projections retry <name>                    apply that projection's parked events again (after a fix)
+  projections skip <name> <commit/prepare> --reason <text> [--by <operator>]
+                                             leave the parked event at that position unapplied (recorded and audited
+                                             with who and why) and apply the events of its stream held behind it
+  projections pause <name> [--reason <text>] [--by <operator>]   every runner stops applying it until resumed
+  projections resume <name>                  apply it again from its checkpoint
   projections rebuild [<name>] [--restart]    rebuild one projection (or all) from the first event; resumes a
                                              stopped rebuild unless --restart
   patients erase --tenant <employerId> --patient <patientId>   erase a patient's personal data (crypto-shredding)
+  users erase --tenant <employerId> --user <userId>   erase a deactivated user's personal data (crypto-shredding)
   events replay --tenant <employerId> [--from <commit/prepare>] [--format ndjson|table]
                                              ndjson carries each event's seal (seq, prevHash, hash) and the signed checkpoints
   events verify --tenant <employerId>        recompute the tenant's audit hash chain and checkpoint signatures (exit 1 if broken)
@@ -66,10 +75,13 @@ async function main(argv: string[]) {
       tenant: { type: 'string' },
       from: { type: 'string' },
       patient: { type: 'string' },
+      user: { type: 'string' },
       format: { type: 'string', default: 'ndjson' },
       restart: { type: 'boolean', default: false },
       families: { type: 'string' },
       domain: { type: 'string' },
+      reason: { type: 'string' },
+      by: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -98,8 +110,11 @@ async function main(argv: string[]) {
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);
     if (command === 'projections' && subcommand === 'status') return await projectionsStatus(service, values.json!);
     if (command === 'projections' && subcommand === 'retry') return await projectionsRetry(service, argument);
+    if (command === 'projections' && subcommand === 'skip') return await projectionsSkip(service, argument, positionals[3], { by: values.by, reason: values.reason });
+    if (command === 'projections' && (subcommand === 'pause' || subcommand === 'resume')) return await projectionsPause(service, subcommand, argument, { by: values.by, reason: values.reason });
     if (command === 'projections' && subcommand === 'rebuild') return await projectionsRebuild(service, argument, values.restart!);
     if (command === 'patients' && subcommand === 'erase') return await erase(service, values.tenant, values.patient);
+    if (command === 'users' && subcommand === 'erase') return await eraseUserData(service, values.tenant, values.user);
     if (command === 'events' && subcommand === 'replay') return await replay(service, values.tenant, values.from, values.format!);
     if (command === 'events' && subcommand === 'verify') return await verifyEvents(service, values.tenant);
     if (command === 'platform-tokens' && subcommand === 'create') return await platformTokensCreate(service, values.name, values.families, values.json!);
@@ -204,12 +219,13 @@ async function projectionsStatus(service: Service, json: boolean) {
   if (json) return void console.log(JSON.stringify({ head: formatPosition(head), projections, parked }));
   console.log(`Newest event: ${formatPosition(head)}`);
   console.table(
-    projections.map(({ projection, position, pendingEvents, parkedEvents, rebuildable }) => ({
+    projections.map(({ projection, position, pendingEvents, parkedEvents, rebuildable, paused }) => ({
       projection,
       position: position ?? '-',
       pendingEvents: pendingEvents === null ? '?' : pendingEvents >= STATUS_COUNT_LIMIT ? `${STATUS_COUNT_LIMIT}+` : pendingEvents,
       parkedEvents,
       rebuildable: rebuildable ?? '?',
+      paused: paused ? `by ${paused.by} ${paused.at}${paused.reason ? `: ${paused.reason}` : ''}` : '',
     })),
   );
   if (parked.length === 0) return;
@@ -228,6 +244,41 @@ async function projectionsRetry(service: Service, name: string | undefined) {
   }
   // Scripts can tell that something is still parked.
   process.exitCode = 1;
+}
+
+function projectionNamed(service: Service, name: string | undefined, command: string) {
+  const projection = service.projections.find((candidate) => candidate.name === name);
+  if (!projection) throw new UsageError(`projections ${command} needs the name of a projection${name ? `; there is none named ${name}` : ''}. See: npm run cli -- projections status`);
+  return projection;
+}
+
+/** The operator: --by, else the OS user running the CLI. */
+const operatorOf = (by: string | undefined) => (by?.trim() || userInfo().username).slice(0, 100);
+
+async function projectionsSkip(service: Service, name: string | undefined, positionText: string | undefined, options: { by: string | undefined; reason: string | undefined }) {
+  const projection = projectionNamed(service, name, 'skip');
+  let position;
+  try {
+    position = parsePosition(positionText ?? '');
+  } catch {
+    throw new UsageError('projections skip needs the parked event\'s position (commit/prepare, as projections status shows it).');
+  }
+  const reason = options.reason?.trim();
+  if (!reason) throw new UsageError('projections skip needs --reason <why the event is left unapplied>.');
+  const { skipped, released } = await skipParkedEvent(service.ctx, { projection, position, skippedBy: operatorOf(options.by), reason: reason.slice(0, 1000) });
+  console.log(`${projection.name}: skipped ${skipped.event_type} ${skipped.event_id} of ${skipped.stream_name}; ${released.applied} event(s) of that stream applied, ${released.stillParked} still parked.`);
+  if (released.stillParked > 0) process.exitCode = 1;
+}
+
+async function projectionsPause(service: Service, action: 'pause' | 'resume', name: string | undefined, options: { by: string | undefined; reason: string | undefined }) {
+  const projection = projectionNamed(service, name, action);
+  const pool = service.ctx.db.slonik;
+  if (action === 'pause') {
+    const paused = await pauseProjection(pool, projection.name, { by: operatorOf(options.by), reason: options.reason?.trim().slice(0, 1000) || null });
+    return void console.log(paused ? `${projection.name} paused: no runner applies it until: npm run cli -- projections resume ${projection.name}` : `${projection.name} was paused already.`);
+  }
+  const resumed = await resumeProjection(pool, projection.name);
+  console.log(resumed ? `${projection.name} resumed from its checkpoint.` : `${projection.name} was not paused.`);
 }
 
 async function projectionsRebuild(service: Service, name: string | undefined, restart: boolean) {
@@ -262,6 +313,12 @@ async function erase(service: Service, tenantId: string | undefined, patientId: 
   if (!tenantId || !patientId) throw new UsageError('patients erase needs --tenant <employerId> and --patient <patientId>.');
   const { erasedAt } = await erasePatient(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { patientId });
   console.log(`Erased the personal data of patient ${patientId} (${erasedAt}).`);
+}
+
+async function eraseUserData(service: Service, tenantId: string | undefined, userId: string | undefined) {
+  if (!tenantId || !userId) throw new UsageError('users erase needs --tenant <employerId> and --user <userId>.');
+  const { erasedAt } = await eraseUser(service.ctx, { tenantId, actor: SYSTEM_ACTOR }, { userId });
+  console.log(`Erased the personal data of user ${userId} (${erasedAt}).`);
 }
 
 async function replay(service: Service, tenantId: string | undefined, from: string | undefined, format: string) {

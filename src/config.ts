@@ -106,6 +106,12 @@ const configSchema = z
     API_KEY_INVENTORY_EXPECTED_MAX: z.coerce.number().int().min(0).default(50),
     API_KEY_STALE_DAYS: z.coerce.number().int().positive().default(90),
     API_KEY_EXPIRING_DAYS: z.coerce.number().int().positive().default(14),
+    /** Days webhook deliveries, their attempts and recoveries are kept (the daily retention job, src/operations/retention.ts). */
+    RETENTION_WEBHOOK_LOG_DAYS: z.coerce.number().int().positive().default(30),
+    /** Days sessions and sign-in tokens are kept after they expire or end. */
+    RETENTION_SESSIONS_DAYS: z.coerce.number().int().positive().default(7),
+    /** Days the SCIM request log is kept. */
+    RETENTION_SCIM_REQUESTS_DAYS: z.coerce.number().int().positive().default(30),
   })
   .superRefine((env, ctx) => {
     if (env.EVENT_STORE === 'esdb' && !env.EVENTSTORE_CONNECTION_STRING) {

@@ -15,7 +15,7 @@ export function tenantsProjection(encryptionKey: KeyObject) {
   return defineProjection<EmployerCreated | AdminRoleMappingSet | UserEvent>({
     name: 'tenants',
     tables: ['employers', 'users'],
-    eventTypes: ['EmployerCreated', 'AdminRoleMappingSet', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserRoleChanged', 'UserApiKeyCreated'],
+    eventTypes: ['EmployerCreated', 'AdminRoleMappingSet', 'UserRegistered', 'UserProfileUpdated', 'UserDeactivated', 'UserReactivated', 'UserRoleChanged', 'UserApiKeyCreated', 'UserErased'],
     awaitedByCommands: true,
     async apply(tx, events) {
       const keys = await userKeys(tx, encryptionKey, events);
@@ -113,6 +113,16 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
       await tx.query(sql.unsafe`
         UPDATE users SET role = ${event.data.role}, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
       break;
+    case 'UserErased': {
+      // What a rebuild writes once the key is gone (erasedProfile), and no SCIM attribute kept.
+      const erased = erasedProfile(event.data.userId);
+      await tx.query(sql.unsafe`
+        UPDATE users SET email = ${erased.email}, user_name = ${erased.userName}, given_name = NULL, family_name = NULL, display_name = NULL,
+          external_id = NULL, emails = '[]'::jsonb, work_email = NULL, scim_attributes = '{}'::jsonb,
+          version = ${event.streamRevision.toString()}::bigint, updated_at = ${at}
+        WHERE id = ${event.data.userId}`);
+      break;
+    }
     case 'UserApiKeyCreated':
       // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
       await tx.query(sql.unsafe`UPDATE users SET version = ${event.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);

@@ -37,6 +37,8 @@ export type ProjectionReadiness = {
   lag: Record<string, number>;
   /** Parked events per projection that has any. */
   parked: Record<string, number>;
+  /** Projections an operator paused (`cli projections pause`). */
+  paused: string[];
 };
 
 declare module 'fastify' {
@@ -152,11 +154,13 @@ export async function buildServer(
     } catch {
       return reply.status(503).send({ status: 'unavailable', database: 'unreachable' });
     }
-    const { stalled, lag, parked } = await health.projections();
-    if (stalled.length > 0) return reply.status(503).send({ status: 'degraded', database: 'ok', stalledProjections: stalled, lag, parkedEvents: parked });
-    // Parked events are one tenant's problem, not this instance's: it stays in rotation (200), and
-    // monitoring reads `degraded` (every instance would answer the same, so 503 would take them all out).
-    if (Object.keys(parked).length > 0) return { status: 'degraded', database: 'ok', stalledProjections: [], lag, parkedEvents: parked };
+    const { stalled, lag, parked, paused } = await health.projections();
+    const pausedProjections = paused.length > 0 ? { pausedProjections: paused } : {};
+    if (stalled.length > 0) return reply.status(503).send({ status: 'degraded', database: 'ok', stalledProjections: stalled, lag, parkedEvents: parked, ...pausedProjections });
+    // Parked events are one tenant's problem, not this instance's, and a paused projection an
+    // operator's decision: it stays in rotation (200), and monitoring reads `degraded` (every instance
+    // would answer the same, so 503 would take them all out).
+    if (Object.keys(parked).length > 0 || paused.length > 0) return { status: 'degraded', database: 'ok', stalledProjections: [], lag, parkedEvents: parked, ...pausedProjections };
     return { status: 'ok', database: 'ok' };
   });
 

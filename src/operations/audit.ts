@@ -1,4 +1,5 @@
-// Audit records of the scheduled operational jobs, on the employer they concern.
+// Audit records of the scheduled operational jobs and of operators' skips of parked events, on the
+// employer they concern.
 import type { AuditMappers } from '../capability.ts';
 
 export const operationsAuditMappers: AuditMappers = {
@@ -13,5 +14,11 @@ export const operationsAuditMappers: AuditMappers = {
     targetType: 'employer',
     targetId: String(event.metadata.tenantId),
     details: event.data,
+  }),
+  ProjectionEventSkipped: (event) => ({
+    action: 'projection.event_skipped',
+    targetType: 'event',
+    targetId: String(event.data.eventId),
+    details: { projection: event.data.projection, eventType: event.data.eventType, skippedBy: event.data.skippedBy, reason: event.data.reason },
   }),
 };

@@ -34,6 +34,24 @@ export const inventoryReviewData = z.object({
 });
 export type InventoryReviewData = z.infer<typeof inventoryReviewData>;
 
+/**
+ * An operator removed a parked event from a projection's way (`cli projections skip`): the event is
+ * left unapplied in that read model. In the stream of the skipped event's employer (system streams'
+ * events: a system stream), one stream per skipped event, so it is recorded once.
+ */
+export const projectionEventSkippedData = z.object({
+  projection: z.string(),
+  eventId: z.string(),
+  eventType: z.string(),
+  streamName: z.string(),
+  position: z.string(),
+  error: z.string(),
+  /** The operator (`--by`, else the OS user running the CLI). */
+  skippedBy: z.string(),
+  reason: z.string(),
+});
+
 const integrationAlertRaised = eventSchema('IntegrationAlertRaised', ipRejectionAlertData);
 const apiKeyInventoryReviewed = eventSchema('ApiKeyInventoryReviewed', inventoryReviewData);
-export const operationsEvents = [integrationAlertRaised, apiKeyInventoryReviewed] as const;
+const projectionEventSkipped = eventSchema('ProjectionEventSkipped', projectionEventSkippedData);
+export const operationsEvents = [integrationAlertRaised, apiKeyInventoryReviewed, projectionEventSkipped] as const;

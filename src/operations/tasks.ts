@@ -1,5 +1,6 @@
 // The operations capability's graphile-worker tasks:
 // - integration-alerts (hourly) and api-key-inventory-review (monthly): the scheduled jobs (jobs.ts);
+// - retention (daily): prunes operational rows past their age (retention.ts);
 // - operations-mail: e-mails the employer's admins about a recorded alert or a flagged inventory
 //   review. A job per event (the job dispatcher enqueues it once the event is committed): a failed send
 //   throws, and graphile-worker retries it with backoff, while the audit record stands already.
@@ -10,16 +11,19 @@ import type { InventoryReviewData, IpRejectionAlertData } from './events.ts';
 import { inventoryReviewData, ipRejectionAlertData } from './events.ts';
 import { adminEmailsOf } from '../../projections/tenants/queries.ts';
 import { runIntegrationAlerts, runInventoryReview } from './jobs.ts';
+import { runRetention } from './retention.ts';
 
 export const ALERTS_TASK = 'integration-alerts';
 export const REVIEW_TASK = 'api-key-inventory-review';
 export const MAIL_TASK = 'operations-mail';
+export const RETENTION_TASK = 'retention';
 
 export function operationsTasks(ctx: AppContext): TaskList {
   return {
     [ALERTS_TASK]: async () => void ctx.logger.info(await runIntegrationAlerts(ctx, new Date()), 'integration alerts run'),
     [REVIEW_TASK]: async () => void ctx.logger.info(await runInventoryReview(ctx, new Date()), 'API key inventory review run'),
     [MAIL_TASK]: mailTask(ctx),
+    [RETENTION_TASK]: async () => void (await runRetention(ctx)),
   };
 }
 

@@ -4,6 +4,7 @@ import type { Capability } from '../capability.ts';
 import { scimAuditMappers } from './audit.ts';
 import { createScimRateLimiter, type Clock, type ScimRateLimits } from './rate-limit.ts';
 import { scimRoutes } from './routes/plugin.ts';
+import { scimRequestLogRoutes } from './routes/request-log.ts';
 import { groupEvents } from './events.ts';
 
 /** Limits and clock are options so that tests can freeze time and benchmarks can lift the limits. */
@@ -15,7 +16,7 @@ export function createScimCapability(options: { rateLimits?: ScimRateLimits; clo
   return {
     name: 'scim',
     events: groupEvents,
-    routes: [scimRoutes(limiter)],
+    routes: [scimRoutes(limiter), scimRequestLogRoutes],
     projections: [scimGroupsProjection],
     auditMappers: scimAuditMappers,
   };

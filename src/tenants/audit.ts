@@ -27,4 +27,5 @@ export const tenantAuditMappers: AuditMappers = {
   UserProfileUpdated: userChange('scim.user.update', 'user.update', (event) => ({ fields: event.data.fields })),
   UserDeactivated: userChange('scim.user.deactivate', 'user.deactivate', (event) => ({ scimDeleted: event.data.scimDeleted })),
   UserReactivated: userChange('scim.user.update', 'user.reactivate', () => ({ active: true })),
+  UserErased: (event) => ({ action: 'user.erase', targetType: 'user', targetId: String(event.data.userId), details: { erasedAt: event.data.erasedAt } }),
 };

@@ -3,6 +3,7 @@ import type { Capability } from '../capability.ts';
 import { tenantAuditMappers } from './audit.ts';
 import { tenantEvents } from './events.ts';
 import { adminRoleRoutes } from './routes.ts';
+import { userRoutes } from './user-routes.ts';
 import { tenantConsumers, tenantTasks } from './tasks.ts';
 
 export const tenantsCapability: Capability = {
@@ -10,7 +11,7 @@ export const tenantsCapability: Capability = {
   events: tenantEvents,
   keyedProjections: (encryptionKey) => [tenantsProjection(encryptionKey)],
   auditMappers: tenantAuditMappers,
-  routes: [adminRoleRoutes],
+  routes: [adminRoleRoutes, userRoutes],
   consumers: tenantConsumers,
   tasks: tenantTasks,
 };

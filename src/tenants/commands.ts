@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { revokeKeyCommands, type ApiKeyState } from '../api-keys/api-key.ts';
-import { handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
-import { ensureDataKey, type PersonalDataKeys } from '../crypto/personal-data.ts';
+import { employerOf, handleCommand, handleCommands, type CommandContext, type CommandDeps } from '../event-store/command-handler.ts';
+import { dataKeys, destroyDataKey, ensureDataKey, type PersonalDataKeys } from '../crypto/personal-data.ts';
 import { DomainError, fold } from '../event-store/decider.ts';
 import { admitAddressCommands } from '../email-domains/domain-reservation.ts';
 import type { Position } from '../event-store/port.ts';
@@ -168,6 +168,34 @@ export async function changeUser(
       throw error;
     }
   }
+}
+
+/**
+ * Erases a deactivated user's personal data, as patients' erasure does: the data key is destroyed
+ * first (from then on nothing sealed under it opens, in the log, backups or replays), then UserErased
+ * is appended with the release of the user's e-mail claim (a SCIM-deleted user's is released
+ * already); the tenants projection clears the profile from `users`. 409 USER_ACTIVE for an active
+ * user; repeated, it answers the same. Events written before profiles were sealed hold them in clear
+ * and cannot be shredded.
+ */
+export async function eraseUser(ctx: AppContext, context: CommandContext, input: { userId: string }): Promise<{ userId: string; erasedAt: string }> {
+  const employerId = employerOf(context);
+  const { userId } = input;
+  const { personalData } = ctx.commands;
+  const streamName = userStream(employerId, userId);
+  const state = fold(userDecider, (await ctx.eventStore.readStream(streamName)) as unknown as UserEvent[]);
+  if (state.status === 'absent') throw new DomainError('not_found', 'NOT_FOUND', 'The user was not found.');
+  // Refused before the key is destroyed: the decider refuses it too, but by then the key would be gone.
+  if (state.status === 'active') throw new DomainError('conflict', 'USER_ACTIVE', 'Only a deactivated user can be erased: deactivate the user first.');
+  const key = (await dataKeys(personalData.db, personalData.encryptionKey, employerId, [userId])).get(userId);
+  // The address is needed to find its claim: opened before the key goes (a retry after the key went finds it erased).
+  const email = state.scimDeleted || state.erased || key === null ? null : openProfile(state.personal, key, employerId, userId).email;
+  const erasedAt = await destroyDataKey(personalData.db, employerId, userId);
+  await handleCommands(ctx.commands, [
+    { streamName, decider: userDecider, command: { type: 'EraseUser', erasedAt }, context },
+    ...(email === null ? [] : [releaseEmail(context, email, userId)]),
+  ]);
+  return { userId, erasedAt };
 }
 
 function reserveEmail(context: CommandContext, email: string, employerId: string, userId: string) {

@@ -164,12 +164,14 @@ const userReactivated = eventSchema('UserReactivated', z.object({ userId: z.stri
 /** Written with the employer's AdministratorAdded or AdministratorRemoved, in one append. */
 const userRoleChanged = eventSchema('UserRoleChanged', z.object({ userId: z.string(), role: z.enum(ROLES) }));
 const userApiKeyCreated = eventSchema('UserApiKeyCreated', z.object({ userId: z.string(), keyId: z.string() }));
+/** The user's data key was destroyed (erasure, crypto-shredding): nothing sealed under it opens again. No personal data. */
+const userErased = eventSchema('UserErased', z.object({ userId: z.string(), erasedAt: z.string() }));
 
 const emailReserved = eventSchema('EmailReserved', z.object({ emailHash: z.string(), employerId: z.string(), userId: z.string() }));
 const emailReleased = eventSchema('EmailReleased', z.object({ emailHash: z.string(), userId: z.string() }));
 
 const employerEvents = [employerCreated, adminRoleMappingSet, administratorsRecorded, administratorAdded, administratorRemoved, administratorRemovalRefused] as const;
-const userEvents = [userRegistered, userProfileUpdated, userDeactivated, userReactivated, userRoleChanged, userApiKeyCreated] as const;
+const userEvents = [userRegistered, userProfileUpdated, userDeactivated, userReactivated, userRoleChanged, userApiKeyCreated, userErased] as const;
 const emailReservationEvents = [emailReserved, emailReleased] as const;
 export const tenantEvents = [...employerEvents, ...userEvents, ...emailReservationEvents] as const;
 

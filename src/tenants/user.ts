@@ -25,7 +25,9 @@ export type UserCommand =
   /** The administrator role given or taken by the IdP's groups (src/tenants/admin-role.ts). */
   | { type: 'ChangeRole'; role: Role }
   /** Refused for an inactive user, so no key can be created after its creator's deactivation. */
-  | { type: 'RecordApiKey'; keyId: string };
+  | { type: 'RecordApiKey'; keyId: string }
+  /** Erasure: refused for an active user (deactivate first); repeated, it decides nothing. */
+  | { type: 'EraseUser'; erasedAt: string };
 
 export type UserState =
   | { status: 'absent' }
@@ -38,6 +40,8 @@ export type UserState =
       personal: PersonalFields[];
       scimDeleted: boolean;
       apiKeyIds: string[];
+      /** Its data key destroyed (UserErased). */
+      erased?: boolean;
     };
 
 export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
@@ -58,6 +62,8 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
         return state.status === 'absent' ? state : { ...state, role: event.data.role };
       case 'UserApiKeyCreated':
         return state.status === 'absent' ? state : { ...state, apiKeyIds: [...state.apiKeyIds, event.data.keyId] };
+      case 'UserErased':
+        return state.status === 'absent' ? state : { ...state, personal: [], erased: true };
     }
   },
   decide: function decide(command, state): UserEvent[] {
@@ -96,6 +102,10 @@ export const userDecider: Decider<UserCommand, UserEvent, UserState> = {
       case 'RecordApiKey':
         if (state.status !== 'active') throw new DomainError('forbidden', 'USER_DEACTIVATED', 'A deactivated user cannot create API keys.');
         return [{ type: 'UserApiKeyCreated', data: { userId: state.userId, keyId: command.keyId } }];
+      case 'EraseUser':
+        if (state.erased) return [];
+        if (state.status === 'active') throw new DomainError('conflict', 'USER_ACTIVE', 'Only a deactivated user can be erased: deactivate the user first.');
+        return [{ type: 'UserErased', data: { userId: state.userId, erasedAt: command.erasedAt } }];
     }
   },
 };

@@ -32,6 +32,14 @@ describe('user decider', () => {
     given([registered]).when({ type: 'ChangeUser', changes: null, active: true }).then([]);
   });
 
+  it('erases a deactivated user only, once', () => {
+    const erase = { type: 'EraseUser', erasedAt: '2026-01-01T00:00:00.000Z' } as const;
+    const erasedEvent: UserEvent = { type: 'UserErased', data: { userId: 'u1', erasedAt: erase.erasedAt } };
+    given([registered]).when(erase).thenThrows({ kind: 'conflict', code: 'USER_ACTIVE' });
+    given([registered, deactivated]).when(erase).then([erasedEvent]);
+    given([registered, deleted, erasedEvent]).when(erase).then([]);
+  });
+
   it('refuses any change to a user deleted through SCIM', () => {
     given([registered, deleted]).when({ type: 'ChangeUser', changes: null, active: false }).thenThrows({ kind: 'not_found', code: 'NOT_FOUND' });
   });

@@ -2,7 +2,8 @@
 // IdP administrator needs (SP metadata, ACS URL), a test sign-in link; SCIM on/off and its token,
 // shown once, with rotation and its overlap (scim-token.ts); a SAML trust change an API key proposed, to
 // confirm or discard; the IdP groups mapped to the administrator role (admin-role-mapping.ts); the
-// employer's e-mail domains (email-domains.ts); SAML certificates and SP keys (saml-certificates.ts).
+// employer's e-mail domains (email-domains.ts); SAML certificates and SP keys (saml-certificates.ts);
+// the SCIM request log (scim-requests.ts).
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
 import { field, formatDate, h, notice, secretPanel } from '../dom.ts';
@@ -10,6 +11,7 @@ import type { Page, Session } from '../main.ts';
 import { adminRoleMappingSection } from './admin-role-mapping.ts';
 import { emailDomainsSection } from './email-domains.ts';
 import { samlCertificatesSection } from './saml-certificates.ts';
+import { scimRequestsSection } from './scim-requests.ts';
 import { SCIM_TOKEN_WARNING, scimTokenControls } from './scim-token.ts';
 
 type SsoUpdate = NonNullable<components['schemas']['SsoConfigurationUpdated']>;
@@ -119,5 +121,6 @@ export const ssoPage: Page = {
     await refresh();
     main.append(await adminRoleMappingSection());
     main.append(await emailDomainsSection());
+    main.append(await scimRequestsSection());
   },
 };

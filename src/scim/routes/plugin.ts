@@ -1,6 +1,7 @@
 // SCIM 2.0 under /api/scim/v2 (RFC 7643/7644, SPEC 4.6): discovery documents, Users and Groups.
 // Every request passes the rate limit and then the employer's bearer token (an onRequest hook of this
-// plugin, before the body is even read), and every answer is application/scim+json, errors included.
+// plugin, before the body is even read), and every answer is application/scim+json, errors included;
+// each authenticated request is written to the employer's SCIM request log (src/scim/request-log.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app-context.ts';
 import { DomainError } from '../../event-store/decider.ts';
@@ -9,6 +10,7 @@ import { acceptJson, type RoutePlugin } from '../../http/server.ts';
 import type { ScimCaller } from '../commands.ts';
 import type { ScimRateLimiter } from '../rate-limit.ts';
 import { createScimWriter } from '../read-your-writes.ts';
+import { recordScimRequests } from '../request-log.ts';
 import { discoveryRoutes } from './discovery.ts';
 import { groupRoutes } from './groups.ts';
 import { rootSearchRoutes } from './search.ts';
@@ -23,6 +25,7 @@ export function scimRoutes(limiter: ScimRateLimiter): RoutePlugin {
     fastify.addHook('onRequest', async (request, reply) => {
       request.scimCaller = await authenticateScim(ctx, limiter, request, reply);
     });
+    recordScimRequests(fastify, ctx);
 
     const routes = { ctx, writer: createScimWriter(ctx), baseUrl: `${ctx.config.PUBLIC_BASE_URL}${SCIM_PATH}`, route: scimRouteDefiner(fastify, ctx) };
     discoveryRoutes(routes);
