@@ -18,6 +18,7 @@ import {
   type Subscription,
 } from '../src/event-store/port.ts';
 import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
+import { inSpan, traceContextOf } from '../src/tracing.ts';
 import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
 
 export const CHECKPOINT_CHANNEL = 'projection_checkpoint';
@@ -269,7 +270,7 @@ export async function startProjectionRunner(deps: {
           }
           return;
         }
-        await applyRetryingThenParking(deps, projection, batch, notifications.peersListening());
+        await inBatchSpan(projection, batch, () => applyRetryingThenParking(deps, projection, batch, notifications.peersListening()));
         storedAt = performance.now();
         // Committed: this process's waiters hear of it now, not after a NOTIFY round trip. (Had another
         // runner got further already, the stored checkpoint is past `end` too.)
@@ -278,6 +279,19 @@ export async function startProjectionRunner(deps: {
     );
   }
   return { stop: async () => void (await Promise.all(subscriptions.map((s) => s.stop()))) };
+}
+
+/**
+ * A batch's span joins the trace of its first event that carries one (a batch is most often one
+ * command's events) and links the others' traces.
+ */
+function inBatchSpan(projection: Projection, batch: RecordedEvent[], apply: () => Promise<void>): Promise<void> {
+  const relevant = batch.filter((event) => handlesEventType(projection, event.type));
+  const [parent, ...others] = [...new Map(relevant.flatMap((event) => {
+    const carried = traceContextOf(event.metadata);
+    return carried ? [[carried.traceparent, carried] as const] : [];
+  })).values()];
+  return inSpan(`projection ${projection.name}`, { parent: parent ?? null, links: others, attributes: { 'projection.name': projection.name, 'projection.events': relevant.length } }, apply);
 }
 
 /**

@@ -29,6 +29,7 @@ import { createMailer } from './net/mailer.ts';
 import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { createProcessLease } from './worker/lease.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
+import { startTracing } from './tracing.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
 export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
@@ -84,6 +85,8 @@ export async function startService(options: {
   // Before any request or event is read (src/http/prototypes.ts says why sealed, and not frozen).
   sealPrototypes();
   const { config } = options;
+  // Before anything that makes spans; null when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
+  const tracing = await startTracing(config);
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
@@ -201,6 +204,7 @@ export async function startService(options: {
         await notifications.close();
         await closeDatabase(db);
         await embedded?.stop();
+        await tracing?.stop(); // exports the last spans
       })()),
   };
 }

@@ -51,6 +51,8 @@ const eventMetadata: z.ZodType<EventMetadata> = z.object({
   causationId: z.string().nullable(),
   schemaVersion: z.number().int(),
   occurredAt: z.string(),
+  traceparent: z.string().optional(),
+  tracestate: z.string().optional(),
 });
 
 export function createKurrentDbEventStore(connectionString: string, registry: EventRegistry): EventStore {

@@ -27,6 +27,9 @@ export type EventMetadata = {
   schemaVersion: number;
   /** When the command that produced the event was decided (ISO 8601). */
   occurredAt: string;
+  /** The W3C trace context of the command that appended it, when tracing (src/tracing.ts): what it causes joins that trace. */
+  traceparent?: string;
+  tracestate?: string;
 };
 
 export type NewEvent = { type: string; data: Record<string, unknown> };

@@ -16,6 +16,7 @@ import { defaultErrorShape, fieldValidationError, sendServiceError, toServiceErr
 import { BODY_LIMIT_BYTES, formatBytes, HEADERS_LIMIT_BYTES } from './limits.ts';
 import { registerSecuritySchemes } from './openapi.ts';
 import { createRouteMethods } from './route-methods.ts';
+import { traceRequests } from './request-spans.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 
 /**
@@ -105,6 +106,7 @@ export async function buildServer(
     clientErrorHandler: (error, socket) => answerClientError(error, socket, shapeForPath),
   });
   closeSilentConnectionsOnClose(fastify);
+  traceRequests(fastify);
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
