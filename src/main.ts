@@ -85,11 +85,11 @@ export async function startService(options: {
   // Before any request or event is read (src/http/prototypes.ts says why sealed, and not frozen).
   sealPrototypes();
   const { config } = options;
-  // Before anything that makes spans; null when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
-  const tracing = await startTracing(config);
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  // Before anything that makes spans; null when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
+  const tracing = await startTracing(config, logger);
   const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
   const { connectionUri, embedded } = await connectDatabase(config, logger);
   const db = await openDatabase(connectionUri, { plan, connectionWaitMs: config.DATABASE_CONNECTION_WAIT_MS, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });

@@ -5,7 +5,8 @@
 // Switched off, `inSpan` runs its function directly and `currentTraceContext` is empty: no SDK is
 // loaded and nothing is recorded. The trace context crosses process boundaries as W3C `traceparent`
 // (and `tracestate`): in events' metadata, in job payloads and in outbound webhook headers.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 
 /** The W3C trace context as carried in metadata, payloads and headers; empty when not tracing. */
@@ -22,9 +23,16 @@ let enabled = false;
  * second service started in the same process, as some tests do, uses the first one's). `stop`
  * exports what is buffered and unregisters them.
  */
-export async function startTracing(config: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_SERVICE_NAME' | 'OTEL_BSP_SCHEDULE_DELAY'>): Promise<Tracing | null> {
+export async function startTracing(config: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_SERVICE_NAME' | 'OTEL_BSP_SCHEDULE_DELAY'>, logger: Logger): Promise<Tracing | null> {
   const endpoint = config.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!endpoint || enabled) return null;
+  // The SDK's own warnings and errors (a collector that refuses or cannot be reached) go to the log.
+  const ignore = () => {};
+  diag.setLogger({
+    error: (message) => logger.error({ component: 'opentelemetry' }, message),
+    warn: (message) => logger.warn({ component: 'opentelemetry' }, message),
+    info: ignore, debug: ignore, verbose: ignore,
+  }, DiagLogLevel.WARN);
   // Loaded only when tracing is on: a service without it never loads the SDK.
   const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { defaultResource, resourceFromAttributes }, { BatchSpanProcessor, TracerProvider }] = await Promise.all([
     import('@opentelemetry/context-async-hooks'),
@@ -50,10 +58,12 @@ export async function startTracing(config: Pick<Config, 'OTEL_EXPORTER_OTLP_ENDP
   return {
     async stop() {
       enabled = false;
-      await provider.shutdown(); // exports what is still buffered
+      // Exports what is still buffered; a collector gone by now costs those spans, not the shutdown.
+      await provider.shutdown().catch((error: unknown) => logger.warn({ component: 'opentelemetry', err: error }, 'the last spans were not exported'));
       trace.disable();
       propagation.disable();
       context.disable();
+      diag.disable();
     },
   };
 }
@@ -74,7 +84,8 @@ export type SpanOptions = {
  * Runs `run` in a new active span, ended when it settles; a throw marks the span as failed, with the
  * error's name only (a message may quote data). Without tracing, `run` is called as is.
  */
-export async function inSpan<T>(name: string, options: SpanOptions, run: (span: Span | null) => Promise<T>): Promise<T> {
+export function inSpan<T>(name: string, options: SpanOptions, run: (span: Span | null) => Promise<T>): Promise<T> {
+  // Not an async function: switched off, this adds not even a promise.
   if (!enabled) return run(null);
   const parent = options.parent === undefined ? context.active() : contextOf(options.parent ?? {});
   const links = (options.links ?? []).flatMap((carrier): Link[] => {

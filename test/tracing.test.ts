@@ -3,6 +3,7 @@
 // POST, exported over OTLP/HTTP to a receiver in this process; the webhook's receiver gets the
 // `traceparent` of that POST's span. And without OTEL_EXPORTER_OTLP_ENDPOINT nothing starts.
 import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentTraceContext, inSpan, startTracing, tracingEnabled } from '../src/tracing.ts';
 import { startMailCatcher, type MailCatcher } from './support/mail-catcher.ts';
@@ -16,7 +17,7 @@ const CONSUMER = 5;
 
 describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
   it('starts no SDK: spans run their work directly and carry no trace context', async () => {
-    expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_SERVICE_NAME: 'x', OTEL_BSP_SCHEDULE_DELAY: 1 })).toBeNull();
+    expect(await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_SERVICE_NAME: 'x', OTEL_BSP_SCHEDULE_DELAY: 1 }, pino({ enabled: false }))).toBeNull();
     expect(tracingEnabled()).toBe(false);
     expect(await inSpan('work', {}, async (span) => ({ span, carried: currentTraceContext() }))).toEqual({ span: null, carried: {} });
   });
