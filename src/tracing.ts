@@ -3,14 +3,15 @@
 // commands, appends, projection batches, worker jobs, outbound webhooks and SMTP): no module is
 // monkey-patched, which the sealed prototypes (src/http/prototypes.ts) would not allow anyway.
 // Switched off, `inSpan` runs its function directly and `currentTraceContext` is empty: no SDK is
-// loaded and nothing is recorded. The trace context crosses process boundaries as W3C `traceparent`
-// (and `tracestate`): in events' metadata, in job payloads and in outbound webhook headers.
+// loaded and nothing is recorded. The trace context crosses process boundaries as W3C `traceparent`:
+// in events' metadata, in job payloads and in outbound webhook headers. Not `tracestate`: it is a
+// caller's free text, and events are kept for good.
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 
 /** The W3C trace context as carried in metadata, payloads and headers; empty when not tracing. */
-export type TraceContext = { traceparent?: string; tracestate?: string };
+export type TraceContext = { traceparent?: string };
 
 export type Tracing = { stop(): Promise<void> };
 
@@ -107,17 +108,16 @@ export function inSpan<T>(name: string, options: SpanOptions, run: (span: Span |
 /** The active span's trace context, to carry along (empty without tracing or an active span). */
 export function currentTraceContext(): TraceContext {
   if (!enabled) return {};
-  const carrier: TraceContext = {};
+  const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
-  return carrier;
+  return carrier.traceparent === undefined ? {} : { traceparent: carrier.traceparent };
 }
 
 /** The trace context a job payload or an event's metadata carries, if any. */
 export function traceContextOf(carrier: unknown): TraceContext | undefined {
   if (typeof carrier !== 'object' || carrier === null) return undefined;
-  const { traceparent, tracestate } = carrier as Record<string, unknown>;
-  if (typeof traceparent !== 'string') return undefined;
-  return typeof tracestate === 'string' ? { traceparent, tracestate } : { traceparent };
+  const { traceparent } = carrier as Record<string, unknown>;
+  return typeof traceparent === 'string' ? { traceparent } : undefined;
 }
 
 function contextOf(carrier: TraceContext): Context {

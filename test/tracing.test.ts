@@ -9,6 +9,7 @@ import { currentTraceContext, inSpan, startTracing, tracingEnabled } from '../sr
 import { startMailCatcher, type MailCatcher } from './support/mail-catcher.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.ts';
 import { startServiceWithReceiver, type ServiceWithReceiver } from './support/service-with-receiver.ts';
+import { webhookStream } from '../src/webhooks/subscription.ts';
 import { apiClient, subscribe, waitUntil } from './webhooks/helpers.ts';
 
 const SERVER = 2;
@@ -68,7 +69,9 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
 
     // The caller's own trace: the request's span continues it.
     const { traceId, spanId: callerSpanId, traceparent } = callerTrace();
-    const response = await fetch(`${service.url}/api/employer/webhooks/${webhookId}/ping`, { method: 'POST', headers: { ...service.sessionHeaders(tenant.cookie), traceparent } });
+    // Its tracestate is its own free text: not kept in events, not passed on.
+    const tracestate = 'caller=free-text';
+    const response = await fetch(`${service.url}/api/employer/webhooks/${webhookId}/ping`, { method: 'POST', headers: { ...service.sessionHeaders(tenant.cookie), traceparent, tracestate } });
     expect(response.status).toBe(202);
 
     const [delivered] = await waitUntil('the ping at the receiver', () => requestsTo('/traced').length > 0 && requestsTo('/traced'));
@@ -95,6 +98,10 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(post.attributes).toMatchObject({ 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
 
     expect(delivered!.headers.traceparent).toBe(`00-${traceId}-${post.spanId}-01`);
+    expect(delivered!.headers.tracestate).toBeUndefined();
+    const [pinged] = (await service.ctx.eventStore.readStream(webhookStream(tenant.employerId, webhookId))).slice(-1);
+    expect(pinged!.metadata).toMatchObject({ traceparent: `00-${traceId}-${command.spanId}-01` });
+    expect(pinged!.metadata).not.toHaveProperty('tracestate');
 
     // A request with a JSON body (the subscription's creation) runs its command in its span too: the
     // body, read from the connection's events, does not lose the request's context.

@@ -52,7 +52,6 @@ const eventMetadata: z.ZodType<EventMetadata> = z.object({
   schemaVersion: z.number().int(),
   occurredAt: z.string(),
   traceparent: z.string().optional(),
-  tracestate: z.string().optional(),
 });
 
 export function createKurrentDbEventStore(connectionString: string, registry: EventRegistry): EventStore {

@@ -29,7 +29,6 @@ export type EventMetadata = {
   occurredAt: string;
   /** The W3C trace context of the command that appended it, when tracing (src/tracing.ts): what it causes joins that trace. */
   traceparent?: string;
-  tracestate?: string;
 };
 
 export type NewEvent = { type: string; data: Record<string, unknown> };

@@ -25,9 +25,9 @@ export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.num
  * fan-out or of the attempt before it (src/worker/runner.ts).
  */
 function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression, employerArguments: FragmentSqlToken) {
-  const { traceparent = null, tracestate = null } = currentTraceContext();
+  const { traceparent = null } = currentTraceContext();
   return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_strip_nulls(json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int,
-      'traceparent', ${traceparent}::text, 'tracestate', ${tracestate}::text)),
+      'traceparent', ${traceparent}::text)),
     run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text, ${employerArguments})`;
 }
 
