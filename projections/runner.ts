@@ -18,6 +18,7 @@ import {
   type Subscription,
 } from '../src/event-store/port.ts';
 import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
+import { inSpan, traceContextOf } from '../src/tracing.ts';
 import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
 import { CONTROL_CHANNEL, parseControl, pausedProjections } from './operations.ts';
 
@@ -328,7 +329,7 @@ function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed:
         }
         return;
       }
-      if (await applyRetryingThenParking(deps, projection, batch, notifications.peersListening())) {
+      if (await inBatchSpan(projection, batch, () => applyRetryingThenParking(deps, projection, batch, notifications.peersListening()))) {
         paused = true;
         void unsubscribe();
         return;
@@ -353,6 +354,20 @@ function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed:
       await unsubscribe();
     },
   };
+}
+
+/**
+ * A batch's span joins the trace of its first event that carries one (a batch is most often one
+ * command's events) and links the others' traces.
+ */
+
+function inBatchSpan<T>(projection: Projection, batch: RecordedEvent[], apply: () => Promise<T>): Promise<T> {
+  const relevant = batch.filter((event) => handlesEventType(projection, event.type));
+  const [parent, ...others] = [...new Map(relevant.flatMap((event) => {
+    const carried = traceContextOf(event.metadata);
+    return carried ? [[carried.traceparent, carried] as const] : [];
+  })).values()];
+  return inSpan(`projection ${projection.name}`, { parent: parent ?? null, links: others, attributes: { 'projection.name': projection.name, 'projection.events': relevant.length } }, apply);
 }
 
 /**

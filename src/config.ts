@@ -18,6 +18,11 @@ const configSchema = z
     EMBEDDED_POSTGRES_PORT: z.coerce.number().int().min(1024).max(65535).default(54329),
     PUBLIC_BASE_URL: z.string().url().optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** OTLP/HTTP base URL of a collector (spans go to <url>/v1/traces); unset: no tracing (src/tracing.ts). */
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+    OTEL_SERVICE_NAME: z.string().min(1).max(200).default('employer-integrations'),
+    /** How long finished spans wait, batched, before they are exported. */
+    OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().positive().default(5000),
     EVENT_STORE: z.enum(['postgres', 'esdb']).default('postgres'),
     EVENTSTORE_CONNECTION_STRING: z.string().min(1).optional(),
     /** 32 bytes as base64 or hex; encrypts webhook signing secrets at rest. */

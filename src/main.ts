@@ -34,6 +34,7 @@ import { jobDispatcherProjection } from './worker/dispatcher.ts';
 import { createProcessLease } from './worker/lease.ts';
 import { jobOutcomes, reportQueueDepth } from './worker/metrics.ts';
 import { startWorker, type WorkerRunner } from './worker/runner.ts';
+import { startTracing } from './tracing.ts';
 
 export type Role = 'api' | 'worker' | 'projections';
 export const ALL_ROLES: Role[] = ['api', 'worker', 'projections'];
@@ -94,6 +95,8 @@ export async function startService(options: {
   const roles = options.roles ?? ALL_ROLES;
   const capabilities = options.capabilities ?? defaultCapabilities;
   const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  // Before anything that makes spans; null when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
+  const tracing = await startTracing(config, logger);
   const plan = planConnections(config.DATABASE_MAX_CONNECTIONS, { worker: roles.includes('worker') });
   const metrics = createMetrics({ defaults: metricsServed(config) });
   const { connectionUri, embedded } = await connectDatabase(config, logger);
@@ -217,6 +220,7 @@ export async function startService(options: {
         await notifications.close();
         await closeDatabase(db);
         await embedded?.stop();
+        await tracing?.stop(); // exports the last spans
       })()),
   };
 }

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '..');
 
 /** Core: infrastructure every capability stands on. */
-const CORE = ['src/event-store/', 'src/metrics/', 'src/db/', 'src/http/', 'src/auth/', 'src/worker/', 'src/net/', 'src/crypto/', 'src/config.ts', 'src/logger.ts', 'src/app-context.ts', 'src/capability.ts'];
+const CORE = ['src/event-store/', 'src/metrics/', 'src/db/', 'src/http/', 'src/auth/', 'src/worker/', 'src/net/', 'src/crypto/', 'src/config.ts', 'src/logger.ts', 'src/tracing.ts', 'src/app-context.ts', 'src/capability.ts'];
 /** The composition root: process start, which may import anything. */
 const COMPOSITION_ROOT = ['src/main.ts', 'src/cli.ts', 'src/capabilities.ts'];
 

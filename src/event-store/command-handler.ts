@@ -3,9 +3,10 @@
 // append it waits until the read models have caught up, so the caller's next query sees its write.
 // `handleCommands` does the same for commands on several streams that must take effect together, and
 // `handlePlannedCommands` for such commands planned from read models, planned again on a conflict.
-// The events' metadata (actor, correlation, causation, time, the caller's address) is built here, and only here.
+// The events' metadata (actor, correlation, causation, time, the caller's address, trace context) is built here, and only here.
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
+import { currentTraceContext, inSpan } from '../tracing.ts';
 import { DomainError, fold, type Decider, type DomainEvent } from './decider.ts';
 import { currentClientOrigin } from '../http/client-origin.ts';
 import { WrongExpectedRevisionError, type Actor, type AppendMetadata, type EventStore, type Position } from './port.ts';
@@ -107,6 +108,18 @@ export async function handlePlannedCommands<Result>(
   deps: CommandDeps,
   plan: () => Promise<CommandPlan<Result>>,
 ): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string }> {
+  // Its events' metadata carries this span's context, so what they cause joins the command's trace.
+  return inSpan('command', {}, async (span) => {
+    const outcome = await decideAndAppend(deps, plan);
+    span?.setAttribute('event.types', [...new Set(outcome.results.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
+    return outcome;
+  });
+}
+
+async function decideAndAppend<Result>(
+  deps: CommandDeps,
+  plan: () => Promise<CommandPlan<Result>>,
+): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string }> {
   const { eventStore } = deps;
   // The correlation of commands whose context names none: one for every attempt.
   let fallbackCorrelationId: string | undefined;
@@ -145,7 +158,7 @@ export async function handlePlannedCommands<Result>(
       });
       if (appends.length === 0) return { result, results, position: null, occurredAt };
       try {
-        const { position } = await eventStore.appendToStreams(appends);
+        const { position } = await inSpan('event-store append', { attributes: { 'event_store.streams': appends.length } }, () => eventStore.appendToStreams(appends));
         await deps.waitForProjections(position, [...new Set(decisions.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
         return { result, results, position, occurredAt };
       } catch (error) {
@@ -168,5 +181,6 @@ function metadataOf(context: CommandContext, correlationId: string, occurredAt: 
     occurredAt,
     // A system actor's work is its own, whatever request happened to start it: it carries no caller's address.
     ...(context.actor.type === 'system' ? {} : currentClientOrigin()),
+    ...currentTraceContext(),
   };
 }

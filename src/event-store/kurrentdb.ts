@@ -53,6 +53,7 @@ const eventMetadata: z.ZodType<EventMetadata> = z.object({
   occurredAt: z.string(),
   ipAddress: z.string().optional(),
   userAgent: z.string().optional(),
+  traceparent: z.string().optional(),
 });
 
 export function createKurrentDbEventStore(connectionString: string, registry: EventRegistry): EventStore {

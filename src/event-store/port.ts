@@ -30,6 +30,8 @@ export type EventMetadata = {
   /** The caller's address (after TRUST_PROXY) and user agent, for commands of an HTTP request by a non-system actor. */
   ipAddress?: string;
   userAgent?: string;
+  /** The W3C trace context of the command that appended it, when tracing (src/tracing.ts): what it causes joins that trace. */
+  traceparent?: string;
 };
 
 export type NewEvent = { type: string; data: Record<string, unknown> };

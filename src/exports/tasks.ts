@@ -8,6 +8,7 @@ import type { AppContext } from '../app-context.ts';
 import { handleCommand } from '../event-store/command-handler.ts';
 import { recordOnceDecider } from '../event-store/record-once.ts';
 import { tenantStream } from '../event-store/port.ts';
+import { currentTraceContext } from '../tracing.ts';
 import type { Keyset } from '../http/page.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers, type ProcessLease } from '../worker/lease.ts';
 import { employerJobArguments } from '../worker/fair-share.ts';
@@ -31,9 +32,12 @@ type CsvPosition = { after: Keyset | null; seq: number };
 
 export const csvDownloadUrl = (ctx: AppContext, exportId: string) => `${ctx.config.PUBLIC_BASE_URL}/api/employer/export/csv/exports/${exportId}/download`;
 
-/** Queues the run of an export in the caller's transaction (job key: one run per export), one of its employer's jobs. */
+/**
+ * Queues the run of an export in the caller's transaction (job key: one run per export), one of its
+ * employer's jobs; with the caller's trace context, so the run joins the trace of the request.
+ */
 function queueExportJob(job: ExportJob) {
-  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb(job)}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5,
+  return sql.unsafe`SELECT graphile_worker.add_job(${RUN_EXPORT_TASK}::text, ${sql.jsonb({ ...job, ...currentTraceContext() })}::json, job_key => ${`export:${job.exportId}`}::text, max_attempts => 5,
     ${employerJobArguments(job.employerId)})`;
 }
 

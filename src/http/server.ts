@@ -18,6 +18,7 @@ import { recordRequests, serveMetricsOnApi } from './metrics.ts';
 import { metricsServed } from '../metrics/scrape.ts';
 import { registerSecuritySchemes } from './openapi.ts';
 import { createRouteMethods } from './route-methods.ts';
+import { traceRequests } from './request-spans.ts';
 import { resolveTrustProxy } from './trust-proxy.ts';
 import { runWithClientOrigin } from './client-origin.ts';
 
@@ -112,6 +113,7 @@ export async function buildServer(
   closeSilentConnectionsOnClose(fastify);
   // Before any route is declared: each route's hook holds its own series (./metrics.ts).
   const requestMetrics = metricsServed(ctx.config) ? recordRequests(fastify, ctx.metrics) : null;
+  traceRequests(fastify);
   fastify.decorate('errorShapesByPrefix', errorShapesByPrefix);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { inSpan, SpanKind } from '../tracing.ts';
 
 export type OutgoingMail = { to: readonly string[]; subject: string; text: string; messageId: string };
 export type Mailer = { send(mail: OutgoingMail): Promise<void>; close(): void };
@@ -14,9 +15,11 @@ export function createMailer(config: Config, logger: Logger): Mailer {
   if (config.SMTP_URL) {
     const transport = nodemailer.createTransport(config.SMTP_URL);
     return {
-      async send(mail) {
-        await transport.sendMail({ from, to: [...mail.to], subject: mail.subject, text: mail.text, messageId: mail.messageId });
-      },
+      // The span counts recipients and never names them (nor the subject).
+      send: (mail) =>
+        inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'mail.recipients': mail.to.length } }, async () => {
+          await transport.sendMail({ from, to: [...mail.to], subject: mail.subject, text: mail.text, messageId: mail.messageId });
+        }),
       close: () => transport.close(),
     };
   }

@@ -5,6 +5,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type ValueExpression } from 'slonik';
 import { z } from 'zod';
 import { previousSecretInOverlap } from '../../projections/webhooks/queries.ts';
+import { currentTraceContext } from '../tracing.ts';
 import { handOverOldestTickets } from '../worker/admission.ts';
 import { leaseAbandoned, unlockJobsOfDeadWorkers } from '../worker/lease.ts';
 import { employerJobArguments, employerJobFlagArgument } from '../worker/fair-share.ts';
@@ -19,10 +20,14 @@ export const deliverJobPayload = z.object({ deliveryId: z.uuid(), attempt: z.num
 /**
  * The job of one attempt, one of its employer's jobs. One job key per delivery
  * (`webhook_delivery:<id>`), so the next attempt's job replaces a waiting one instead of doubling it
- * (graphile-worker detaches the key from the running job that schedules its successor).
+ * (graphile-worker detaches the key from the running job that schedules its successor). The job
+ * carries the active trace context, if any, so that the attempt continues the trace of the event's
+ * fan-out or of the attempt before it (src/worker/runner.ts).
  */
 function addDeliveryJob(deliveryId: ValueExpression, attempt: ValueExpression, runAt: ValueExpression, employerArguments: FragmentSqlToken) {
-  return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int),
+  const { traceparent = null } = currentTraceContext();
+  return sql.fragment`graphile_worker.add_job(${DELIVER_TASK}, json_strip_nulls(json_build_object('deliveryId', (${deliveryId})::text, 'attempt', (${attempt})::int,
+      'traceparent', ${traceparent}::text)),
     run_at => (${runAt})::timestamptz, job_key => 'webhook_delivery:' || (${deliveryId})::text, ${employerArguments})`;
 }
 

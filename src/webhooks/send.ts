@@ -1,6 +1,7 @@
 // One webhook delivery attempt: POST the signed body, classify the outcome, never throw. Retry
 // scheduling, the delivery log and auto-disable are the caller's; this module only reports facts.
 import { request, type Dispatcher } from 'undici';
+import { currentTraceContext, inSpan, SpanKind, SpanStatusCode } from '../tracing.ts';
 
 /** SPEC section 8 "Webhook attempt timeout": connect, TLS, headers and body together. */
 export const WEBHOOK_ATTEMPT_TIMEOUT_MS = 10_000;
@@ -37,7 +38,28 @@ export type WebhookAttemptResult = {
   gone: boolean;
 };
 
+/**
+ * In a client span whose W3C `traceparent` the request carries (when tracing), so the receiver can
+ * join the trace. The span names the target's host only: a URL's path or query may hold a token.
+ */
 export async function sendWebhookAttempt(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
+  return inSpan('webhook POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'server.address': hostOf(input.url) } }, async (span) => {
+    const result = await send({ ...input, headers: { ...input.headers, ...currentTraceContext() } });
+    if (result.statusCode !== null) span?.setAttribute('http.response.status_code', result.statusCode);
+    if (!result.ok) span?.setStatus({ code: SpanStatusCode.ERROR });
+    return result;
+  });
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+}
+
+async function send(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
   const timeoutMs = input.timeoutMs ?? WEBHOOK_ATTEMPT_TIMEOUT_MS;
   const signal = AbortSignal.timeout(timeoutMs);
   const startedAt = performance.now();

@@ -5,6 +5,7 @@
 import { sql } from 'slonik';
 import type { Projection } from '../event-store/projection.ts';
 import type { EventStore, RecordedEvent } from '../event-store/port.ts';
+import { traceContextOf, type TraceContext } from '../tracing.ts';
 import { employerFlag, employerJobPriority } from './fair-share.ts';
 
 export type EventConsumer = {
@@ -15,8 +16,11 @@ export type EventConsumer = {
   task: string;
 };
 
-/** What a consumer's task receives: enough to load the event, never the event's secrets. */
-export type EventJobPayload = { consumer: string; eventId: string; type: string; streamName: string; tenantId: string | null; position: string };
+/**
+ * What a consumer's task receives: enough to load the event, never the event's secrets; and the
+ * event's trace context, which the job's span continues (./runner.ts).
+ */
+export type EventJobPayload = { consumer: string; eventId: string; type: string; streamName: string; tenantId: string | null; position: string } & TraceContext;
 
 /** The event a consumer's job was queued for, read back from its stream (undefined if the stream lacks it). */
 export async function eventOfJob(eventStore: EventStore, job: Pick<EventJobPayload, 'streamName' | 'eventId'>): Promise<RecordedEvent | undefined> {
@@ -52,6 +56,7 @@ function toJob(consumer: EventConsumer, event: RecordedEvent) {
     streamName: event.streamName,
     tenantId: event.metadata.tenantId,
     position: `${event.position.commit}/${event.position.prepare}`,
+    ...traceContextOf(event.metadata),
   };
   const tenantId = event.metadata.tenantId;
   const share = tenantId === null ? { priority: null, flags: null } : { priority: employerJobPriority(tenantId), flags: [employerFlag(tenantId)] };

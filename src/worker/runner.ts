@@ -21,9 +21,10 @@
 // within the pool's wait, at a busy start-up) every later fetch fails with the same cached error. A
 // runner whose fetches keep failing is therefore replaced too.
 import { EventEmitter } from 'node:events';
-import { Logger as WorkerLogger, run, type RunnerOptions, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger as WorkerLogger, run, type RunnerOptions, type Runner, type Task, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import { createEmployerShares } from './fair-share.ts';
+import { inSpan, SpanKind, traceContextOf, tracingEnabled } from '../tracing.ts';
 
 export type WorkerRunner = { stop(): Promise<void> };
 
@@ -59,10 +60,11 @@ export async function startWorker(deps: SupervisionDeps & {
 }): Promise<WorkerRunner> {
   const concurrency = deps.concurrency ?? WORKER_CONCURRENCY;
   const shares = createEmployerShares(deps.jobsPerEmployer ?? concurrency);
+  const tasks = tracingEnabled() ? tracedTasks(deps.tasks) : deps.tasks;
   const main = await supervise(deps, (events) => ({
     // graphile-worker's scheduler: each slot is claimed once across worker processes (known_crontabs).
     ...(deps.crontab ? { crontab: deps.crontab } : {}),
-    taskList: shares.counted(deps.tasks),
+    taskList: shares.counted(tasks),
     concurrency,
     events,
     // Fetch and lock jobs in batches, and complete them in batches, instead of one round trip each.
@@ -73,7 +75,7 @@ export async function startWorker(deps: SupervisionDeps & {
   const reserve = await supervise(deps, (events) => {
     events.on('job:start', shares.fetchedJob);
     return {
-      taskList: shares.reserved(deps.tasks),
+      taskList: shares.reserved(tasks),
       concurrency: reserveConcurrency,
       events,
       forbiddenFlags: shares.forbiddenFlags,
@@ -85,6 +87,17 @@ export async function startWorker(deps: SupervisionDeps & {
       await Promise.all([main.stop(), reserve.stop()]);
     },
   };
+}
+
+/**
+ * Each job in a span of its own, continuing the trace context its payload carries (an event's, from
+ * the dispatcher; a request's or an earlier job's) or starting a trace.
+ */
+function tracedTasks(tasks: TaskList): TaskList {
+  const traced = (name: string, task: Task): Task => (payload, helpers) =>
+    inSpan(`job ${name}`, { kind: SpanKind.CONSUMER, parent: traceContextOf(payload) ?? null, attributes: { 'job.task': name, 'job.attempt': helpers.job.attempts } }, () =>
+      Promise.resolve(task(payload, helpers)));
+  return Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, traced(name, task!)]));
 }
 
 /**
