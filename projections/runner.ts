@@ -360,7 +360,6 @@ function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed:
  * A batch's span joins the trace of its first event that carries one (a batch is most often one
  * command's events) and links the others' traces.
  */
-
 function inBatchSpan<T>(projection: Projection, batch: RecordedEvent[], apply: () => Promise<T>): Promise<T> {
   const relevant = batch.filter((event) => handlesEventType(projection, event.type));
   const [parent, ...others] = [...new Map(relevant.flatMap((event) => {
