@@ -104,7 +104,9 @@ async function main(argv: string[]) {
   // rightly run for minutes.
   const rebuilding = command === 'projections' && subcommand === 'rebuild';
   const statementTimeout = rebuilding ? { DATABASE_STATEMENT_TIMEOUT_MS: 0 } : {};
-  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout }, roles: rebuilding ? [] : ['projections'] });
+  // An operator command is no scrape target: METRICS_PORT belongs to the `serve` process beside it.
+  const notServingMetrics = { METRICS_PORT: undefined, METRICS_SECRET: undefined };
+  const service = await startService({ config: { ...config, LOG_LEVEL: 'warn', ...statementTimeout, ...notServingMetrics }, roles: rebuilding ? [] : ['projections'] });
   try {
     if (command === 'tenants' && subcommand === 'create') return await createTenant(service, { name: values.name, adminEmail: values['admin-email'], adminGivenName: values['admin-first-name'], adminFamilyName: values['admin-last-name'] }, values.json!);
     if (command === 'signin-link') return await signInLink(service, values.email, values.json!);

@@ -3,7 +3,13 @@
 // parked gauge, a delivery its outcome; GET /metrics refuses a caller without METRICS_SECRET, is not
 // served at all without METRICS_SECRET or METRICS_PORT, and METRICS_PORT serves every process role its
 // own (a worker-only process here).
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -205,5 +211,27 @@ describe('metrics without METRICS_SECRET or METRICS_PORT', () => {
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ code: 'NOT_FOUND' });
     expect(service.metricsUrl).toBeNull();
+  });
+});
+
+describe('an operator command beside a process serving METRICS_PORT', () => {
+  it('runs, leaving the port to the serving process', async () => {
+    // The serving process's listener, as in a container where `npm run cli` runs beside `serve`.
+    const taken = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
+    try {
+      const env = {
+        ...(process.env as Record<string, string>),
+        DATABASE_URL: await createTestDatabaseUri(),
+        DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-metrics-cli-')),
+        LOG_LEVEL: 'silent',
+        METRICS_PORT: String(port),
+      };
+      const { stdout } = await promisify(execFile)(process.execPath, ['src/cli.ts', 'tenants', 'create', '--name', 'Acme', '--admin-email', 'admin@acme.test', '--json'], { env, cwd: process.cwd() });
+      expect(JSON.parse(stdout).employerId).toMatch(/^emp_/);
+    } finally {
+      taken.close();
+    }
   });
 });
