@@ -1,6 +1,7 @@
 // Every capability of the service, in the order their routes are registered.
 import { apiKeysCapability } from './api-keys/capability.ts';
 import { auditCapability } from './audit/capability.ts';
+import { auditStreamsCapability } from './audit-streams/capability.ts';
 import type { Capability } from './capability.ts';
 import { exportsCapability } from './exports/capability.ts';
 import { consoleCapability } from './console/plugin.ts';
@@ -15,7 +16,7 @@ import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, smartClientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, smartClientsCapability, auditCapability, auditStreamsCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
 
 /** The tags of /api/openapi and what each groups: every tag an operation uses is described here (test/http/openapi.test.ts). */
 export const API_TAGS: Readonly<Record<string, string>> = {
