@@ -32,7 +32,7 @@ export const API_TAGS: Readonly<Record<string, string>> = {
   'SMART clients': 'SMART Backend Services: the employer\'s registered client applications (their public key sets and scopes) and the OAuth token endpoint that gives them FHIR access tokens.',
   'FHIR Bulk Data': 'FHIR Bulk Data $export (asynchronous request pattern) and its NDJSON files.',
   Exports: 'CSV exports of the roster and their downloads.',
-  Audit: 'The employer\'s audit log, and the public key that verifies the audit chain\'s signed checkpoints.',
+  Audit: 'The employer\'s audit log, its streams to an HTTPS destination (NDJSON, Splunk HEC, Datadog logs), and the public key that verifies the audit chain\'s signed checkpoints.',
   Operations: 'Scheduled jobs a scheduler may trigger with the cron secret.',
   Authorizations: 'Prior authorizations the platform requests and the employer reviews.',
   Tapering: 'Medication tapering proposals and their outcomes.',
