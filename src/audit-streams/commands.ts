@@ -79,6 +79,8 @@ export async function updateAuditStream(
   if (result.newEvents.length > 0) await queueStreamRun(ctx.db.slonik, { streamId, employerId: employerOf(context), mode: 'replace' });
 }
 
+/** Nothing more is sent; a run is queued to remove the stream's cursor. */
 export async function deleteAuditStream(ctx: AppContext, context: CommandContext, input: { streamId: string }) {
   await runAuditStreamCommand(ctx, context, input.streamId, { type: 'DeleteAuditStream' });
+  await queueStreamRun(ctx.db.slonik, { streamId: input.streamId, employerId: employerOf(context), mode: 'replace' });
 }

@@ -59,14 +59,22 @@ export async function runStream(
   }
 }
 
-async function sendBatches(deps: { ctx: AppContext; dispatcher: Dispatcher }, target: AuditStreamTarget, cursor: ClaimedCursor): Promise<StreamRunOutcome> {
+async function sendBatches(deps: { ctx: AppContext; dispatcher: Dispatcher }, claimed: AuditStreamTarget, cursor: ClaimedCursor): Promise<StreamRunOutcome> {
   const { ctx } = deps;
   const db = ctx.db.slonik;
+  let target = claimed;
   const maxEntries = target.preset === 'datadog' ? Math.min(DATADOG_MAX_ENTRIES, ctx.config.AUDIT_STREAM_BATCH_MAX_ENTRIES) : ctx.config.AUDIT_STREAM_BATCH_MAX_ENTRIES;
   const host = new URL(ctx.config.PUBLIC_BASE_URL).hostname;
   let { deliveredSeq, pendingThroughSeq } = cursor;
   let failures = cursor.consecutiveFailures;
   for (let batch = 0; batch < BATCHES_PER_RUN; batch += 1) {
+    // Read again before each further batch: a stream paused, deleted or given a new URL or token meanwhile.
+    if (batch > 0) {
+      const current = await auditStreamTarget(db, target.id);
+      if (current === null) await deleteCursor(db, target.id);
+      if (current?.status !== 'active') return { next: 'idle' };
+      target = current;
+    }
     const read = await entriesAfter(db, { employerId: target.employer_id, afterSeq: deliveredSeq, throughSeq: pendingThroughSeq, limit: maxEntries });
     // A batch in flight is sent again whole; a new one is cut to the byte bound.
     const entries = pendingThroughSeq === null ? batchEntries(target.preset, read, { host, maxBytes: ctx.config.AUDIT_STREAM_BATCH_MAX_BYTES }) : read;

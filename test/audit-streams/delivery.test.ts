@@ -220,3 +220,18 @@ describe('destinations', () => {
     }
   });
 });
+
+describe('deleting a stream', () => {
+  it('removes it and its cursor', async () => {
+    const { client } = await tenantClient();
+    const stream = await createStream(client, { name: 'short-lived', preset: 'ndjson', url: `${receiver.url}/ndjson-deleted` });
+    await caughtUp(client, stream.id);
+    expect((await client.delete(`/api/employer/audit-streams/${stream.id}`)).status).toBe(204);
+    expect((await client.get(`/api/employer/audit-streams/${stream.id}`)).status).toBe(404);
+    await waitUntil('the cursor to be removed', async () => {
+      const rows = await service.ctx.db.pg.query('SELECT 1 FROM audit_stream_cursors WHERE stream_id = $1', [stream.id]);
+      return rows.rowCount === 0;
+    });
+    expect((await client.get('/api/employer/audit-streams')).body).toEqual({ streams: [] });
+  });
+});
