@@ -12,10 +12,13 @@ import { capabilitiesTrusting, chainOrderedEntryIds, entriesOf, makeAuditEntries
 
 let receiver: HttpsReceiver;
 let service: TestService;
+/** Every line the service logged (at debug), and every credential the tests gave or got: none may meet. */
+const logLines: string[] = [];
+const credentials: string[] = [];
 
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
-  service = await startTestService({ env: webhookEnv({ AUDIT_STREAM_BATCH_MAX_ENTRIES: '10', AUDIT_STREAM_RETRY_BASE_MS: '200' }), capabilities: capabilitiesTrusting(receiver) });
+  service = await startTestService({ env: webhookEnv({ AUDIT_STREAM_BATCH_MAX_ENTRIES: '10', AUDIT_STREAM_RETRY_BASE_MS: '200', LOG_LEVEL: 'debug' }), capabilities: capabilitiesTrusting(receiver), logDestination: { write: (line: string) => void logLines.push(line) } });
 });
 afterAll(async () => {
   await service?.stop();
@@ -33,6 +36,7 @@ async function tenantClient() {
 async function createStream(client: ApiClient, body: Record<string, unknown>) {
   const created = await client.post('/api/employer/audit-streams', body);
   expect(created.status, JSON.stringify(created.body)).toBe(201);
+  credentials.push(...[created.body.signingSecret, body.token].filter((value): value is string => typeof value === 'string'));
   return created.body;
 }
 
@@ -170,6 +174,7 @@ describe('the vendor presets', () => {
     expect(events.map((event) => event.event.id)).toEqual(chain);
 
     // A new token: the next batch carries it; it is never shown.
+    credentials.push('splunk-token-2');
     await client.patch(`/api/employer/audit-streams/${stream.id}`, { token: 'splunk-token-2' });
     await onlyOne(() => requestsWith('authorization', 'Splunk splunk-token-2'));
     expect(JSON.stringify((await client.get(`/api/employer/audit-streams/${stream.id}`)).body)).not.toContain('splunk-token');
@@ -233,5 +238,13 @@ describe('deleting a stream', () => {
       return rows.rowCount === 0;
     });
     expect((await client.get('/api/employer/audit-streams')).body).toEqual({ streams: [] });
+  });
+});
+
+describe('the logs', () => {
+  it('hold no signing secret or destination token', () => {
+    expect(logLines.some((line) => line.includes('audit stream batch failed'))).toBe(true);
+    expect(credentials.length).toBeGreaterThan(3);
+    for (const credential of credentials) expect(logLines.filter((line) => line.includes(credential))).toEqual([]);
   });
 });
