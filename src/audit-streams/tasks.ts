@@ -4,8 +4,8 @@
 //   entries are left, at the retry's time after a failure;
 // - the kick (auditStreamKicks): a projection over every event that, in the transaction moving its
 //   checkpoint, queues the delivery of each active stream of the batch's employers, carrying the
-//   batch's position; the run first waits (bounded) for the audit and audit-chain read models to
-//   pass it, so the entries are there to read. Queuing keeps a waiting retry's time
+//   batch's position; the run first waits (bounded) for the audit-streams, audit and audit-chain
+//   read models to pass it, so the stream and its entries are there to read. Queuing keeps a waiting retry's time
 //   (preserve_run_at): a kick never hurries a backoff;
 // - sweep: every minute and at a worker's start, frees the claims of dead worker processes (and
 //   their jobs) and queues every active stream that is behind: the safety net of the kicks.
@@ -24,8 +24,8 @@ import { runStream } from './delivery.ts';
 
 export const DELIVER_TASK = 'audit_stream_deliver';
 export const SWEEP_TASK = 'audit_streams_sweep';
-/** The read models a stream reads its entries from. */
-const ENTRY_READ_MODELS = ['audit', 'audit-chain'];
+/** The read models a run reads: the stream itself, and its entries. */
+const READ_MODELS = ['audit-streams', 'audit', 'audit-chain'];
 
 const deliverPayload = z.object({ streamId: z.string(), employerId: z.string(), after: z.string().optional() });
 const jobKeyOf = (streamId: string) => `audit_stream:${streamId}`;
@@ -67,7 +67,7 @@ export const auditStreamKicks: Projection = {
 export function auditStreamTasks(ctx: AppContext, processLease: ProcessLease, dispatcher: Dispatcher): TaskList {
   const deliver: Task = async (payload, helpers) => {
     const job = deliverPayload.parse(payload);
-    if (job.after !== undefined) await ctx.waitForReadModels(parsePosition(job.after), ENTRY_READ_MODELS);
+    if (job.after !== undefined) await ctx.waitForReadModels(parsePosition(job.after), READ_MODELS);
     const lease = (await processLease.held()).key();
     const outcome = await runStream({ ctx, dispatcher }, { streamId: job.streamId, lease, worker: helpers.job.locked_by });
     const stream = { streamId: job.streamId, employerId: job.employerId };
