@@ -11,8 +11,8 @@ export const streamedAuditEntry = auditEntry
     employerId: z.string(),
     chain: z.object({
       seq: z.number().int().meta({ description: "1-based position of the entry's event in the employer's audit chain: the stream's order." }),
-      hash: z.string().meta({ description: 'hex SHA-256 chain hash of the event (ARCHITECTURE.md, audit).' }),
-      prevHash: z.string(),
+      prevHash: z.string().meta({ description: 'Hex SHA-256 of the link before (64 zeros for seq 1).' }),
+      hash: z.string().meta({ description: 'Hex SHA-256(prevHash || canonical JSON of the event): what scripts/verify-audit-chain.mjs recomputes.' }),
     }),
   })
   .meta({ id: 'StreamedAuditEntry' });
@@ -37,7 +37,7 @@ function streamedEntry(row: EntryRow): StreamedAuditEntry {
     occurredAt: row.occurred_at,
     requestId: row.request_id,
     details: row.details,
-    chain: { seq: Number(row.seq), hash: row.hash, prevHash: row.prev_hash },
+    chain: { seq: Number(row.seq), prevHash: row.prev_hash, hash: row.hash },
   };
 }
 
