@@ -1,6 +1,7 @@
 // Every capability of the service, in the order their routes are registered.
 import { apiKeysCapability } from './api-keys/capability.ts';
 import { auditCapability } from './audit/capability.ts';
+import { auditStreamsCapability } from './audit-streams/capability.ts';
 import type { Capability } from './capability.ts';
 import { exportsCapability } from './exports/capability.ts';
 import { consoleCapability } from './console/plugin.ts';
@@ -15,7 +16,7 @@ import { tenantsCapability } from './tenants/capability.ts';
 import { webhooksCapability } from './webhooks/capability.ts';
 import { workflowsCapability } from './workflows/capability.ts';
 
-export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, smartClientsCapability, auditCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
+export const capabilities: Capability[] = [tenantsCapability, identityCapability, apiKeysCapability, emailDomainsCapability, ssoCapability, scimCapability, webhooksCapability, patientsCapability, smartClientsCapability, auditCapability, auditStreamsCapability, operationsCapability, workflowsCapability, exportsCapability, consoleCapability];
 
 /** The tags of /api/openapi and what each groups: every tag an operation uses is described here (test/http/openapi.test.ts). */
 export const API_TAGS: Readonly<Record<string, string>> = {
@@ -32,7 +33,7 @@ export const API_TAGS: Readonly<Record<string, string>> = {
   'SMART clients': 'SMART Backend Services: the employer\'s registered client applications (their public key sets and scopes) and the OAuth token endpoint that gives them FHIR access tokens.',
   'FHIR Bulk Data': 'FHIR Bulk Data $export (asynchronous request pattern) and its NDJSON files.',
   Exports: 'CSV exports of the roster and their downloads.',
-  Audit: 'The employer\'s audit log, and the public key that verifies the audit chain\'s signed checkpoints.',
+  Audit: 'The employer\'s audit log, its streams to an HTTPS destination (NDJSON, Splunk HEC, Datadog logs), and the public key that verifies the audit chain\'s signed checkpoints.',
   Operations: 'Scheduled jobs a scheduler may trigger with the cron secret.',
   Authorizations: 'Prior authorizations the platform requests and the employer reviews.',
   Tapering: 'Medication tapering proposals and their outcomes.',

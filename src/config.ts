@@ -96,6 +96,11 @@ const configSchema = z
     AUDIT_SIGNING_KEY: z.string().min(1).optional(),
     /** A checkpoint is signed after this many sealed events of an employer (and every 10 minutes). */
     AUDIT_CHECKPOINT_EVERY_EVENTS: z.coerce.number().int().positive().default(1000),
+    /** Audit stream batches: at most this many entries (Datadog takes 1,000 at most) and bytes (its 5 MB) a request. */
+    AUDIT_STREAM_BATCH_MAX_ENTRIES: z.coerce.number().int().positive().max(1000).default(500),
+    AUDIT_STREAM_BATCH_MAX_BYTES: z.coerce.number().int().min(1024).max(5_000_000).default(1_000_000),
+    /** A failed audit stream batch is retried after this, doubled after each failure up to 15 minutes. */
+    AUDIT_STREAM_RETRY_BASE_MS: z.coerce.number().int().positive().default(5000),
     /** Bearer secret of GET /api/cron/*; unset: those endpoints answer 503 (the in-process crontab still runs). */
     CRON_SECRET: z.string().min(16).optional(),
     /** Bearer secret a Prometheus scrape of GET /metrics must present; set alone, the API server serves /metrics. */

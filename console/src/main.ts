@@ -5,6 +5,7 @@ import type { components } from '../generated/api.d.ts';
 import { api, ok } from './api.ts';
 import { h, notice } from './dom.ts';
 import { auditPage } from './pages/audit.ts';
+import { auditStreamsPage } from './pages/audit-streams.ts';
 import { exportsPage } from './pages/exports.ts';
 import { keysPage } from './pages/keys.ts';
 import { patientsPage } from './pages/patients.ts';
@@ -23,6 +24,7 @@ const PAGES: Record<string, Page> = {
   patients: patientsPage,
   exports: exportsPage,
   audit: auditPage,
+  'audit-streams': auditStreamsPage,
 };
 
 const header = document.getElementById('top')!;

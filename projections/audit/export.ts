@@ -10,14 +10,16 @@ import { auditConditions, auditEntry, auditEntryColumns, auditEntryOf, auditEntr
 
 export const AUDIT_EXPORT_PAGE_ROWS = 1000;
 
+/** An entry's seal in the employer's audit chain (projections/audit-chain/). */
+export const auditChainSeal = z.object({
+  seq: z.number().int().meta({ description: "1-based position of the entry's event in the employer's chain." }),
+  prevHash: z.string().meta({ description: 'Hex SHA-256 of the link before (64 zeros for seq 1).' }),
+  hash: z.string().meta({ description: 'Hex SHA-256(prevHash || canonical JSON of the event): what the verifier recomputes.' }),
+});
+
 export const auditExportEntry = auditEntry
   .extend({
-    chain: z
-      .object({
-        seq: z.number().int().meta({ description: "1-based position of the entry's event in the employer's chain." }),
-        prevHash: z.string().meta({ description: 'Hex SHA-256 of the link before (64 zeros for seq 1).' }),
-        hash: z.string().meta({ description: 'Hex SHA-256(prevHash || canonical JSON of the event): what the verifier recomputes.' }),
-      })
+    chain: auditChainSeal
       .nullable()
       .meta({ description: 'The seal of the entry\'s event; null for the moment between its write and its sealing.' }),
   })

@@ -11,20 +11,15 @@
 // - `webhook-signature` carries both, `v1,<new> v1,<previous>` (space-separated, as Standard
 //   Webhooks specifies), so its verifiers accept either secret without change.
 // After the overlap: x-webhook-signature with the new secret, no -next header, one v1 signature.
-import { createHmac, randomBytes } from 'node:crypto';
 import packageJson from '../../package.json' with { type: 'json' };
+import { bodySignature, generateSigningSecret, standardWebhookSignature } from '../crypto/webhook-signature.ts';
 
-const SECRET_PREFIX = 'whsec_';
+export { generateSigningSecret };
 
 /** The header carrying the new secret's sha256 signature while a rotation's overlap lasts. */
 export const NEXT_SIGNATURE_HEADER = 'x-webhook-signature-next';
 
 export const WEBHOOK_USER_AGENT = `employer-integrations-webhooks/${packageJson.version}`;
-
-/** A new subscription secret: `whsec_` + base64 of 32 random bytes (serves both signature schemes). */
-export function generateSigningSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64');
-}
 
 export type WebhookRequestInput = {
   /** The delivery id (uuid): body `id`, `x-webhook-id` and `webhook-id`; the same on every retry. */
@@ -76,16 +71,4 @@ export function buildWebhookRequest(input: WebhookRequestInput): WebhookRequest 
       'webhook-signature': standardSignatures.join(' '),
     },
   };
-}
-
-function bodySignature(secret: string, body: string): string {
-  return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
-}
-
-function standardWebhookSignature(secret: string, signedContent: string): string {
-  if (!secret.startsWith(SECRET_PREFIX)) {
-    throw new Error('webhook signing secret must start with whsec_');
-  }
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
-  return createHmac('sha256', key).update(signedContent, 'utf8').digest('base64');
 }

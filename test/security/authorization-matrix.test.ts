@@ -70,6 +70,7 @@ type Example = Extras & {
 const EXAMPLES: Record<string, (ids: Ids) => Example> = {
   'PATCH /api/employer/api-keys/{keyId}': () => ({ body: { name: 'renamed by the matrix' } }),
   'PATCH /api/employer/webhooks/{webhookId}': () => ({ body: { description: 'patched by the matrix' } }),
+  'PATCH /api/employer/audit-streams/{streamId}': () => ({ body: { name: 'renamed by the matrix' } }),
   'POST /api/employer/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': () => ({ fresh: 'deliveryId' }),
   // A key is rolled once: each allowed caller rolls a fresh one.
   'POST /api/employer/api-keys/{keyId}/roll': () => ({ body: { overlapSeconds: 60 }, fresh: 'keyId' }),
@@ -160,6 +161,7 @@ type Ids = {
   domain: string;
   clientId: string;
   recoveryId: string;
+  streamId: string;
 };
 
 const AUTH_REQUIRED = { status: 401, codes: ['AUTHENTICATION_REQUIRED'] };
@@ -290,6 +292,7 @@ describe('the authorization matrix', () => {
     const { meta: _meta, ...otherPatientResource } = (await (await fhir('GET', `/Patient/${a.otherPatientId}`)).json()) as Record<string, unknown>;
     const webhook = await a.admin.post('/api/employer/webhooks', { url: UNREACHABLE_HTTPS, events: ['test.ping'] });
     const webhookId = String(webhook.body.id);
+    const auditStream = async () => String((await a.admin.post('/api/employer/audit-streams', { name: 'matrix', preset: 'ndjson', url: UNREACHABLE_HTTPS })).body.id);
     const testDelivery = async () => String((await a.admin.post(`/api/employer/webhooks/${webhookId}/test`)).body.deliveryId);
     const csv = await a.admin.post('/api/employer/export/csv');
     await waitUntil('the CSV export', async () => (await a.admin.get(`/api/employer/export/csv/exports/${csv.body.exportId}`)).body.status === 'completed');
@@ -353,13 +356,15 @@ describe('the authorization matrix', () => {
       domain: await domainClaim(),
       clientId: (await registerSmartClient(service, a.tenant)).clientId,
       recoveryId: String((await a.admin.post(`/api/employer/webhooks/${webhookId}/recover`, { since: '2026-01-01T00:00:00Z' })).body.recoveryId),
+      streamId: await auditStream(),
     };
     tenantSecrets = [ids.employerId, ids.keyId, ids.webhookId, ids.deliveryId, ids.cohortId, ids.ownPatientId, ids.otherPatientId, ids.ownObservationId, ids.otherObservationId,
-      ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId, ids.clientId];
+      ids.authorizationId, ids.proposalId, ids.invoiceId, ids.simulationId, ids.csvExportId, ids.bulkExportId, ids.scimUserId, ids.scimGroupId, ids.clientId, ids.streamId];
 
     const factories: Record<string, () => Promise<string>> = {
       keyId: async () => (await createApiKey(service, a.tenant, { scopes: ['webhook:manage'], name: 'matrix fresh' })).id,
       webhookId: async () => String((await a.admin.post('/api/employer/webhooks', { url: UNREACHABLE_HTTPS, events: ['test.ping'] })).body.id),
+      streamId: auditStream,
       deliveryId: testDelivery,
       id: async () => observation(a.otherPatientId),
       patientId: async () => {

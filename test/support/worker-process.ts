@@ -9,15 +9,15 @@ import type pg from 'pg';
 import { waitUntil, webhookEnv } from '../webhooks/helpers.ts';
 import { startServiceProcess } from './service-process.ts';
 
-/** Resolves once the worker runs on `databaseUri`; `ca` (a PEM) reaches it the production way, NODE_EXTRA_CA_CERTS. */
-export async function startWorkerProcess(databaseUri: string, options: { ca?: string } = {}): Promise<ChildProcess> {
+/** Resolves once the worker runs on `databaseUri`; `ca` (a PEM) reaches it the production way, NODE_EXTRA_CA_CERTS; `env` adds settings. */
+export async function startWorkerProcess(databaseUri: string, options: { ca?: string; env?: Record<string, string> } = {}): Promise<ChildProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'ei-worker-'));
   const extraCa: Record<string, string> = {};
   if (options.ca) {
     extraCa.NODE_EXTRA_CA_CERTS = join(dir, 'extra-ca.pem');
     await writeFile(extraCa.NODE_EXTRA_CA_CERTS, options.ca);
   }
-  const { child } = await startServiceProcess('worker', { ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent', ...extraCa });
+  const { child } = await startServiceProcess('worker', { ...webhookEnv(), NODE_ENV: 'test', DATABASE_URL: databaseUri, DATA_DIR: dir, LOG_LEVEL: 'silent', ...extraCa, ...options.env });
   return child;
 }
 
