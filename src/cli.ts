@@ -126,7 +126,7 @@ const LOG_FLUSH_INTERVAL_MS = 1000;
 
 async function serve(config: ReturnType<typeof loadConfig>, roles: Role[]) {
   // Log lines leave in batches of LOG_BATCH_BYTES, or after LOG_FLUSH_INTERVAL_MS, instead of one
-  // write each (a synchronous write per request line was a sixth of a read's CPU, `npm run bench --
+  // write each (a synchronous write per request line was 7 % of a read's busy time, `npm run bench --
   // read --profile`); pino flushes what is left when the process exits.
   const logDestination = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES });
   setInterval(() => logDestination.flush(), LOG_FLUSH_INTERVAL_MS).unref();
