@@ -1,15 +1,17 @@
 // What the service's own work costs on a read: the key-authenticated `GET /api/employer/webhooks`
-// against a reference that is only fastify, a pg pool and the same SQL for the same employer
-// (listWebhooksStatement, exported next to the query it mirrors, so the two cannot drift apart). Both run
-// as processes of their own on one embedded Postgres; autocannon, in this process, drives each for
-// `seconds` at 32 connections, alternating (service, reference, reference, service), and the ratio
-// service/reference of the mean req/s is what to read: this host's speed varies 2x between runs.
+// against the least a server can do for the same answer: bare fastify, a pg pool of 20 and one
+// prepared SELECT of the same subscription rows by the employer's index, behind a constant-time
+// comparison of the x-api-key header. Both run as processes of their own on one embedded Postgres;
+// autocannon, in this process, drives each for `seconds` at 32 connections, alternating (service,
+// reference, reference, service), and the ratio service/reference of the mean req/s is what to read:
+// this host's speed varies 2x between runs.
 // Beside the rates, each process's CPU time per request (from /proc), which this host's other load
 // disturbs less. With `--profile`, the service runs under `node --cpu-prof` and its top self-time
 // functions are printed afterwards; the profiler slows the service, so take the ratio from a run
 // without it.
 //   npm run bench -- read [seconds per run=10] [subscriptions=5] [--profile]
 import { spawn, type ChildProcess } from 'node:child_process';
+import { timingSafeEqual } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -18,10 +20,8 @@ import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/event-types.ts';
-import { listWebhooksStatement } from '../projections/webhooks/queries.ts';
 import { SERVICE_NODE_FLAGS } from '../scripts/service-node-flags.mjs';
 import { LIST_PAGE } from '../src/http/page.ts';
-import { planConnections } from '../src/db/pools.ts';
 import { cpuSecondsOf, freePort, startBenchDatabase } from './support.ts';
 
 const CONNECTIONS = 32;
@@ -31,14 +31,22 @@ const API_VERSION = '2026-02-01';
 // The reference server, when this file runs as its own process (spawned below).
 if (process.env.READ_BENCH_REFERENCE === '1') await serveReference();
 
-/** fastify + a pg pool + the service's prepared statement; nothing else. */
+/** Bare fastify + a pg pool of 20 + one prepared, indexed SELECT; the key compared in constant time; nothing else. */
 async function serveReference() {
-  // As many connections as the service's db.pg at the default budget of an API process.
-  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: planConnections(20, { worker: false }).pg });
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
   const employerId = process.env.EMPLOYER_ID!;
+  const expectedKey = Buffer.from(process.env.API_KEY!);
+  const list = {
+    name: 'reference.list',
+    text: `SELECT id, url, events, description, status, disabled_reason, failure_count, max_failures, created_at, updated_at
+           FROM webhook_subscriptions WHERE employer_id = $1 ORDER BY created_at, id LIMIT $2`,
+    values: [employerId, LIST_PAGE.default + 1],
+  };
   const fastify = Fastify();
-  fastify.get('/api/employer/webhooks', async () => {
-    const { rows } = await pool.query(listWebhooksStatement(employerId, { limit: LIST_PAGE.default, after: null }));
+  fastify.get('/api/employer/webhooks', async (request, reply) => {
+    const presented = Buffer.from(String(request.headers['x-api-key'] ?? ''));
+    if (presented.length !== expectedKey.length || !timingSafeEqual(presented, expectedKey)) return reply.status(401).send({ error: 'unauthenticated' });
+    const { rows } = await pool.query(list);
     return { webhooks: rows, availableEvents: WEBHOOK_EVENT_TYPES };
   });
   await fastify.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
@@ -151,7 +159,7 @@ export default async function readBench(args: string[]) {
     children.push(service);
     const referencePort = await freePort();
     const referenceUrl = `http://127.0.0.1:${referencePort}`;
-    const reference = startProcess(['bench/read.ts'], { READ_BENCH_REFERENCE: '1', DATABASE_URL: database.connectionUri, PORT: String(referencePort), EMPLOYER_ID: employerId });
+    const reference = startProcess(['bench/read.ts'], { READ_BENCH_REFERENCE: '1', DATABASE_URL: database.connectionUri, PORT: String(referencePort), EMPLOYER_ID: employerId, API_KEY: rawKey });
     children.push(reference);
     await Promise.all([waitUntilServing(serviceUrl, service), waitUntilServing(referenceUrl, reference)]);
 
@@ -159,7 +167,7 @@ export default async function readBench(args: string[]) {
     const check = await fetch(`${serviceUrl}/api/employer/webhooks`, { headers });
     const body = (await check.json()) as { webhooks?: unknown[] };
     if (check.status !== 200 || body.webhooks?.length !== subscriptions) throw new Error(`the service answered ${check.status}: ${JSON.stringify(body)}`);
-    const referenceBody = (await (await fetch(`${referenceUrl}/api/employer/webhooks`)).json()) as { webhooks: unknown[] };
+    const referenceBody = (await (await fetch(`${referenceUrl}/api/employer/webhooks`, { headers })).json()) as { webhooks: unknown[] };
     if (referenceBody.webhooks.length !== subscriptions) throw new Error(`the reference returned ${referenceBody.webhooks.length} subscriptions`);
 
     // Warm-up (JIT, connections, key cache), then the measured runs.

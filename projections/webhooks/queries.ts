@@ -37,7 +37,7 @@ export type WebhookSubscriptionView = z.infer<typeof webhookSubscription>;
 
 // The subscription reads are the API's hot read path: plain pg statements, named so that each
 // connection parses them once (slonik's per-query work had cost as much as the rest of the
-// request; `npm run bench -- read`). The benchmark's reference server runs these same statements.
+// request; `npm run bench -- read`).
 type SubscriptionRow = {
   id: string;
   url: string;
@@ -73,7 +73,7 @@ const selectSubscriptions = `
   ) d ON true`;
 
 /** The statement behind GET /api/employer/webhooks: a page of `limit` rows and one more (is there a next page?). */
-export function listWebhooksStatement(employerId: string, page: { limit: number; after: Keyset | null }): pg.QueryConfig {
+function listWebhooksStatement(employerId: string, page: { limit: number; after: Keyset | null }): pg.QueryConfig {
   return page.after
     ? {
         name: 'webhooks.list-after',

@@ -26,8 +26,11 @@ export function encodeCursor(keyset: Keyset | null): string | null {
   return keyset ? Buffer.from(JSON.stringify([keyset.at, keyset.id])).toString('base64url') : null;
 }
 
+/** A cursor's row id unless the list says otherwise; built once (a zod schema costs microseconds to build, on every list request). */
+const DEFAULT_CURSOR_ID = z.string().max(100);
+
 /** The keyset a cursor names; 400 INVALID_CURSOR for anything this service did not hand out. */
-export function decodeCursor(cursor: string | undefined, id: ZodType<string> = z.string().max(100)): Keyset | null {
+export function decodeCursor(cursor: string | undefined, id: ZodType<string> = DEFAULT_CURSOR_ID): Keyset | null {
   if (cursor === undefined) return null;
   try {
     const [at, parsedId] = z.tuple([z.string().max(64), id]).parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));

@@ -37,37 +37,6 @@ export function pendingRequestedDeliveries(employerId: string) {
     AND (redelivered_at IS NOT NULL OR (event_type = 'test.ping' AND trigger = 'event'))`;
 }
 
-/**
- * Fan-out of one domain event: one pending delivery per active subscription of the event's tenant
- * that asked for it, each with its first attempt's job, in one statement. The (webhook, event)
- * uniqueness makes a re-run add nothing. With `admittedAs`, each delivery created takes over an
- * admission ticket of that kind (src/worker/admission.ts). Returns how many deliveries were created.
- */
-export async function enqueueEventDeliveries(
-  pool: CommonQueryMethods,
-  input: {
-    employerId: string; eventId: string; webhookEvent: string; timestamp: string; data: Record<string, unknown>; onlyWebhookId: string | null;
-    admittedAs?: string | undefined;
-  },
-): Promise<number> {
-  const target = input.onlyWebhookId === null ? sql.fragment`${input.webhookEvent} = ANY (s.events)` : sql.fragment`s.id = ${input.onlyWebhookId}`;
-  return pool.oneFirst(sql.type(z.object({ created: z.coerce.number() }))`
-    WITH created AS (
-      INSERT INTO webhook_deliveries (delivery_id, employer_id, webhook_id, event_id, event_type, event_timestamp, data, trigger, status, next_attempt_at)
-      SELECT gen_random_uuid(), s.employer_id, s.id, ${input.eventId}, ${input.webhookEvent}, ${input.timestamp}, ${JSON.stringify(input.data)}::json,
-             'event', 'pending', now()
-      FROM webhook_subscriptions s
-      WHERE s.employer_id = ${input.employerId} AND s.status = 'active' AND ${target}
-      ON CONFLICT (webhook_id, event_id) DO NOTHING
-      RETURNING delivery_id, employer_id
-    ), jobs AS (
-      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`, employerJobArguments(input.employerId))} FROM created
-    )${input.admittedAs === undefined ? sql.fragment`` : sql.fragment`, handed_over AS (
-      ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM created)`)}
-    )`}
-    SELECT count(*) AS created FROM jobs`);
-}
-
 const claimedRow = z.object({
   delivery_id: z.string(),
   employer_id: z.string(),
@@ -80,8 +49,59 @@ const claimedRow = z.object({
   sealed_secret: z.string(),
   previous_sealed_secret: z.string().nullable(),
   failure_count: z.number(),
+  recovery_id: z.string().nullable(),
 });
 export type ClaimedAttempt = z.infer<typeof claimedRow>;
+
+/** First attempts a fan-out makes itself: claimed under this process's lease for the job's worker, at most `max` of them. */
+export type DirectAttempts = { lease: number; worker: string | null; max: number };
+
+/**
+ * Fan-out of one domain event: one pending delivery per active subscription of the event's tenant
+ * that asked for it, in one statement. With `direct`, the first `direct.max` of them are created
+ * claimed for their first attempt (the caller makes it, src/webhooks/tasks.ts) and returned; every
+ * other gets its first attempt's job. The (webhook, event) uniqueness makes a re-run add nothing.
+ * With `admittedAs`, each delivery created takes over an admission ticket of that kind
+ * (src/worker/admission.ts).
+ */
+export async function enqueueEventDeliveries(
+  pool: CommonQueryMethods,
+  input: {
+    employerId: string; eventId: string; webhookEvent: string; timestamp: string; data: Record<string, unknown>; onlyWebhookId: string | null;
+    admittedAs?: string | undefined; direct?: DirectAttempts;
+  },
+): Promise<ClaimedAttempt[]> {
+  const target = input.onlyWebhookId === null ? sql.fragment`${input.webhookEvent} = ANY (s.events)` : sql.fragment`s.id = ${input.onlyWebhookId}`;
+  const { lease = null, worker = null, max = 0 } = input.direct ?? {};
+  const rows = await pool.any(sql.unsafe`
+    WITH targets AS (
+      SELECT s.employer_id, s.id, row_number() OVER (ORDER BY s.id) <= ${max} AS direct
+      FROM webhook_subscriptions s
+      WHERE s.employer_id = ${input.employerId} AND s.status = 'active' AND ${target}
+    ), created AS (
+      INSERT INTO webhook_deliveries (delivery_id, employer_id, webhook_id, event_id, event_type, event_timestamp, data, trigger, status, next_attempt_at,
+                                      attempt_lease, attempt_worker, attempt_started_at)
+      SELECT gen_random_uuid(), t.employer_id, t.id, ${input.eventId}, ${input.webhookEvent}, ${input.timestamp}, ${JSON.stringify(input.data)}::json,
+             'event', 'pending', now(),
+             CASE WHEN t.direct THEN ${lease}::int END, CASE WHEN t.direct THEN ${worker}::text END, CASE WHEN t.direct THEN now() END
+      FROM targets t
+      ON CONFLICT (webhook_id, event_id) DO NOTHING
+      RETURNING delivery_id, employer_id, webhook_id, event_type, event_timestamp, data, series_start, attempt_lease
+    ), jobs AS (
+      SELECT ${addDeliveryJob(sql.fragment`created.delivery_id`, sql.fragment`1`, sql.fragment`now()`, employerJobArguments(input.employerId))}
+      FROM created WHERE created.attempt_lease IS NULL
+    )${input.admittedAs === undefined ? sql.fragment`` : sql.fragment`, handed_over AS (
+      ${handOverOldestTickets(input.employerId, input.admittedAs, sql.fragment`(SELECT count(*) FROM created)`)}
+    )`}, claimed AS (
+      SELECT c.delivery_id, c.employer_id, c.webhook_id, c.event_type, c.event_timestamp, c.data, c.series_start, s.url, s.sealed_secret,
+             ${previousSecretInOverlap} AS previous_sealed_secret, s.failure_count, NULL::uuid AS recovery_id
+      FROM created c JOIN webhook_subscriptions s ON s.id = c.webhook_id
+      WHERE c.attempt_lease IS NOT NULL
+    )
+    -- One row at least, so that the jobs are added (a CTE nobody reads is not run) even when none is claimed.
+    SELECT claimed.* FROM (SELECT count(*) FROM jobs) queued LEFT JOIN claimed ON true`);
+  return (rows as { delivery_id: string | null }[]).filter((row) => row.delivery_id !== null).map((row) => claimedRow.parse(row));
+}
 
 /**
  * Marks attempt `attempt` as in flight under this process's lease, if it is still due: the delivery
@@ -99,14 +119,23 @@ export async function claimAttempt(
     WHERE d.delivery_id = ${input.deliveryId} AND s.id = d.webhook_id AND s.status = 'active'
       AND d.status = 'pending' AND d.attempts = ${input.attempt - 1} AND d.attempt_lease IS NULL
     RETURNING d.delivery_id, d.employer_id, d.webhook_id, d.event_type, d.event_timestamp, d.data, d.series_start, s.url, s.sealed_secret,
-      ${previousSecretInOverlap} AS previous_sealed_secret, s.failure_count`);
+      ${previousSecretInOverlap} AS previous_sealed_secret, s.failure_count, d.recovery_id`);
 }
 
-/** Gives up this process's claim on an attempt that failed before its end was recorded, so it can be claimed again. */
-export async function releaseAttempt(pool: CommonQueryMethods, input: { deliveryId: string; lease: number }): Promise<void> {
+/**
+ * Gives up this process's claims on attempts that failed before their end was recorded, so they can
+ * be claimed again: by their job's retry (graphile-worker's backoff), or with `requeue` (attempts a
+ * fan-out made itself, which have no job) by a job added for each.
+ */
+export async function releaseAttempts(pool: CommonQueryMethods, input: { deliveryIds: string[]; lease: number; requeue: boolean }): Promise<void> {
   await pool.query(sql.unsafe`
-    UPDATE webhook_deliveries SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
-    WHERE delivery_id = ${input.deliveryId} AND attempt_lease = ${input.lease}`);
+    WITH released AS (
+      UPDATE webhook_deliveries SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
+      WHERE delivery_id = ANY (${sql.array(input.deliveryIds, 'uuid')}) AND attempt_lease = ${input.lease}
+      RETURNING delivery_id, employer_id, attempts
+    )
+    SELECT ${addDeliveryJob(sql.fragment`released.delivery_id`, sql.fragment`released.attempts + 1`, sql.fragment`now()`, employerJobFlagArgument(sql.fragment`released.employer_id`))}
+    FROM released WHERE ${input.requeue}`);
 }
 
 /**
@@ -129,7 +158,9 @@ export async function requeueAbandonedAttempts(pool: CommonQueryMethods, olderTh
 
 /**
  * Attempts whose worker process died (their lease is held by no one, src/worker/lease.ts) are released
- * and their jobs unlocked, so the same job runs again: same delivery, same x-webhook-id. Returns how many.
+ * and run again: same delivery, same x-webhook-id. Their jobs are unlocked, and each gets a job too,
+ * for the attempts a fan-out job made itself (a job already waiting under the delivery's key is
+ * replaced; the claim lets only one of two jobs for the same attempt run it). Returns how many.
  */
 export async function recoverInterruptedAttempts(pool: DatabasePool): Promise<number> {
   return pool.transaction(async (tx) => {
@@ -138,10 +169,15 @@ export async function recoverInterruptedAttempts(pool: DatabasePool): Promise<nu
         SELECT d.delivery_id, d.attempt_worker FROM webhook_deliveries d
         WHERE d.attempt_lease IS NOT NULL AND ${leaseAbandoned(sql.fragment`d.attempt_lease`)}
         FOR UPDATE OF d SKIP LOCKED
+      ), released AS (
+        UPDATE webhook_deliveries d SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
+        FROM orphaned o WHERE d.delivery_id = o.delivery_id
+        RETURNING d.delivery_id, d.employer_id, d.attempts, d.status, o.attempt_worker
+      ), jobs AS (
+        SELECT ${addDeliveryJob(sql.fragment`delivery_id`, sql.fragment`attempts + 1`, sql.fragment`now()`, employerJobFlagArgument(sql.fragment`employer_id`))}
+        FROM released WHERE status = 'pending'
       )
-      UPDATE webhook_deliveries d SET attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL
-      FROM orphaned o WHERE d.delivery_id = o.delivery_id
-      RETURNING o.attempt_worker`);
+      SELECT released.attempt_worker FROM released CROSS JOIN (SELECT count(*) FROM jobs) queued`);
     if (workers.length === 0) return 0;
     await unlockJobsOfDeadWorkers(tx, workers);
     return workers.length;
@@ -163,37 +199,63 @@ export async function cancelPendingDeliveries(pool: CommonQueryMethods, webhookI
     WHERE webhook_id = ${webhookId} AND status = 'pending'`);
 }
 
+/** What ends an attempt: its result, when its delivery should be tried again (null: never), and whether it is of a recovery. */
+export type FinishedAttempt = { deliveryId: string; attempt: number; requestedAt: Date; result: WebhookAttemptResult; nextRetryAt: Date | null; ofRecovery: boolean };
+
 /**
- * Ends an attempt in one transaction: its log entry, the delivery's new state, and the next
- * attempt's job when `nextRetryAt` is set and the delivery was not cancelled meanwhile. Returns the
- * delivery's status, or null when this process no longer held the attempt (its lease was lost and
- * another worker re-ran it).
+ * Ends attempts of one employer's deliveries: their log entries and the deliveries' new states in
+ * one statement, and in the same transaction the next attempts' jobs of those with `nextRetryAt`
+ * that were not cancelled meanwhile, and of a recovery the next delivery's (attempts with neither
+ * need no transaction: one round trip). An attempt this process no longer held (its lease was lost
+ * and another worker re-ran it) is logged only.
  */
-export async function finishAttempt(
-  pool: DatabasePool,
-  input: { deliveryId: string; attempt: number; lease: number; requestedAt: Date; result: WebhookAttemptResult; nextRetryAt: Date | null },
-): Promise<DeliveryStatus | null> {
-  const { deliveryId, attempt, result } = input;
-  const nextRetryAt = result.ok ? null : input.nextRetryAt?.toISOString() ?? null;
-  const outcome: DeliveryStatus = result.ok ? 'succeeded' : nextRetryAt === null ? 'failed' : 'pending';
-  return pool.transaction(async (tx) => {
-    const ended = await tx.maybeOne(sql.type(z.object({ status: z.enum(DELIVERY_STATUSES), employer_id: z.string(), recovery_id: z.string().nullable() }))`
-      UPDATE webhook_deliveries
-      SET attempts = ${attempt}, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
-          last_status_code = ${result.statusCode}, last_error = ${result.error},
-          -- A final outcome stands even if the subscription stopped meanwhile; a retry does not.
-          status = CASE WHEN ${outcome} <> 'pending' THEN ${outcome} WHEN status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
-          next_attempt_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN ${nextRetryAt}::timestamptz END,
-          completed_at = CASE WHEN ${outcome} = 'pending' AND status <> 'cancelled' THEN NULL ELSE now() END
-      WHERE delivery_id = ${deliveryId} AND attempt_lease = ${input.lease}
-      RETURNING status, employer_id, recovery_id`);
-    const status = ended?.status ?? null;
-    await insertAttemptLog(tx, { deliveryId, attempt, requestedAt: input.requestedAt, result, nextRetryAt: status === 'pending' ? nextRetryAt : null });
-    if (ended?.status === 'pending') await tx.query(sql.unsafe`SELECT ${addDeliveryJob(deliveryId, attempt + 1, nextRetryAt, employerJobArguments(ended.employer_id))}`);
+export async function finishAttempts(pool: DatabasePool, input: { employerId: string; lease: number; attempts: FinishedAttempt[] }): Promise<void> {
+  const column = <T>(value: (attempt: FinishedAttempt) => T) => input.attempts.map(value);
+  const nextRetryAt = (attempt: FinishedAttempt) => (attempt.result.ok ? null : attempt.nextRetryAt?.toISOString() ?? null);
+  const outcome = (attempt: FinishedAttempt): DeliveryStatus => (attempt.result.ok ? 'succeeded' : nextRetryAt(attempt) === null ? 'failed' : 'pending');
+  const ended = z.object({ delivery_id: z.string(), status: z.enum(DELIVERY_STATUSES), recovery_id: z.string().nullable(), attempt: z.number(), next_retry_at: z.string().nullable() });
+  const finish = async (tx: CommonQueryMethods) => {
+    const rows = await tx.any(sql.type(ended)`
+      WITH finished AS (
+        SELECT * FROM unnest(${sql.array(column((a) => a.deliveryId), 'uuid')}, ${sql.array(column((a) => a.attempt), 'int4')},
+                             ${sql.array(column((a) => a.requestedAt.toISOString()), 'timestamptz')}, ${sql.array(column((a) => a.result.latencyMs), 'int4')},
+                             ${sql.array(column((a) => a.result.statusCode), 'int4')}, ${sql.array(column((a) => a.result.error), 'text')},
+                             ${sql.array(column((a) => a.result.responseBody), 'text')}, ${sql.array(column(outcome), 'text')},
+                             ${sql.array(column(nextRetryAt), 'timestamptz')})
+          AS f(delivery_id, attempt, requested_at, latency_ms, status_code, error, response_body, outcome, next_retry_at)
+      ), ended AS (
+        UPDATE webhook_deliveries d
+        SET attempts = f.attempt, attempt_lease = NULL, attempt_worker = NULL, attempt_started_at = NULL,
+            last_status_code = f.status_code, last_error = f.error,
+            -- A final outcome stands even if the subscription stopped meanwhile; a retry does not.
+            status = CASE WHEN f.outcome <> 'pending' THEN f.outcome WHEN d.status = 'cancelled' THEN 'cancelled' ELSE 'pending' END,
+            next_attempt_at = CASE WHEN f.outcome = 'pending' AND d.status <> 'cancelled' THEN f.next_retry_at END,
+            completed_at = CASE WHEN f.outcome = 'pending' AND d.status <> 'cancelled' THEN NULL ELSE now() END
+        FROM finished f
+        WHERE d.delivery_id = f.delivery_id AND d.attempt_lease = ${input.lease}
+        RETURNING d.delivery_id, d.status, d.recovery_id
+      ), logged AS (
+        INSERT INTO webhook_delivery_attempts (delivery_id, attempt, requested_at, latency_ms, status_code, error, response_body, next_retry_at)
+        SELECT f.delivery_id, f.attempt, f.requested_at, f.latency_ms, f.status_code, f.error, f.response_body,
+               CASE WHEN e.status = 'pending' THEN f.next_retry_at END
+        FROM finished f LEFT JOIN ended e ON e.delivery_id = f.delivery_id
+        ON CONFLICT DO NOTHING
+      )
+      SELECT e.delivery_id, e.status, e.recovery_id, f.attempt, f.next_retry_at::text FROM ended e JOIN finished f ON f.delivery_id = e.delivery_id`);
+    const retries = rows.filter((row) => row.status === 'pending');
+    if (retries.length > 0) {
+      await tx.query(sql.unsafe`
+        SELECT ${addDeliveryJob(sql.fragment`r.delivery_id`, sql.fragment`r.attempt + 1`, sql.fragment`r.next_retry_at`, employerJobArguments(input.employerId))}
+        FROM unnest(${sql.array(retries.map((row) => row.delivery_id), 'uuid')}, ${sql.array(retries.map((row) => row.attempt), 'int4')},
+                    ${sql.array(retries.map((row) => row.next_retry_at), 'timestamptz')}) AS r(delivery_id, attempt, next_retry_at)`);
+    }
     // A recovery's deliveries go one at a time: this one's end starts the next.
-    if ((ended?.status === 'succeeded' || ended?.status === 'failed') && ended.recovery_id !== null) await queueNextRecovered(tx, deliveryId, ended.employer_id);
-    return status;
-  });
+    for (const row of rows) {
+      if ((row.status === 'succeeded' || row.status === 'failed') && row.recovery_id !== null) await queueNextRecovered(tx, row.delivery_id, input.employerId);
+    }
+  };
+  if (input.attempts.some((attempt) => nextRetryAt(attempt) !== null || attempt.ofRecovery)) await pool.transaction(finish);
+  else await finish(pool);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Capability } from '../../src/capability.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
 import { eventSchema } from '../../src/event-store/schemas.ts';
 import { webhookEventMappings } from '../../src/webhooks/event-types.ts';
+import { DIRECT_ATTEMPTS_MAX } from '../../src/webhooks/tasks.ts';
 import type { HttpsReceiver, ReceivedRequest } from '../support/https-receiver.ts';
 import type { TestService } from '../support/service.ts';
 import { startServiceWithReceiver } from '../support/service-with-receiver.ts';
@@ -83,6 +84,41 @@ describe('queued delivery', () => {
     expect(delivery.attempts).toEqual([
       { attempt: 1, requestedAt: expect.any(String), latencyMs: expect.any(Number), statusCode: 200, error: null, responseBody: 'ok', nextRetryAt: null },
     ]);
+  });
+});
+
+describe('fan-out', () => {
+  it('makes the first attempts of up to DIRECT_ATTEMPTS_MAX deliveries itself, without a job each, and gives the rest a job: every one delivered once', async () => {
+    // Every delivery job ever added, by its key (graphile-worker removes a job once it has run).
+    await service.ctx.db.pg.query(`
+      CREATE TABLE IF NOT EXISTS test_delivery_job_keys (key text NOT NULL);
+      CREATE OR REPLACE FUNCTION test_record_delivery_job_key() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.key LIKE 'webhook_delivery:%' THEN INSERT INTO test_delivery_job_keys VALUES (NEW.key); END IF;
+        RETURN NEW;
+      END $$;
+      CREATE OR REPLACE TRIGGER test_record_delivery_job_key AFTER INSERT OR UPDATE OF key ON graphile_worker._private_jobs
+        FOR EACH ROW WHEN (NEW.key IS NOT NULL) EXECUTE FUNCTION test_record_delivery_job_key();`);
+    const { tenant, api } = await tenantWithApi();
+    const subscriptions = DIRECT_ATTEMPTS_MAX + 2;
+    const ids: string[] = [];
+    for (let i = 0; i < subscriptions; i++) ids.push((await subscribe(api, `${receiver.url}/fan-out/${i}`, { events: ['invoice.paid'] })).id);
+    await appendInvoicePaid(tenant.employerId, 'inv_fan_out');
+
+    await waitUntil('every subscription to receive the event', () => ids.every((_, i) => requestsTo(`/fan-out/${i}`).length >= 1));
+    const deliveries = await waitUntil('every delivery to succeed', async () => {
+      const { rows } = await service.ctx.db.pg.query(
+        `SELECT delivery_id::text, status, attempts FROM webhook_deliveries WHERE webhook_id = ANY($1) ORDER BY webhook_id`, [ids]);
+      return rows.length === subscriptions && rows.every((row) => row.status === 'succeeded') && rows;
+    });
+    expect(deliveries.every((row) => row.attempts === 1)).toBe(true);
+    for (let i = 0; i < subscriptions; i++) expect(requestsTo(`/fan-out/${i}`)).toHaveLength(1);
+    const { rows: attempts } = await service.ctx.db.pg.query(
+      `SELECT count(*)::int AS n FROM webhook_delivery_attempts WHERE delivery_id = ANY($1::uuid[]) AND attempt = 1 AND status_code = 200`, [deliveries.map((row) => row.delivery_id)]);
+    expect(attempts[0].n).toBe(subscriptions); // each attempt in the delivery log
+    const { rows: jobs } = await service.ctx.db.pg.query(
+      `SELECT count(DISTINCT key)::int AS n FROM test_delivery_job_keys WHERE key = ANY($1)`, [deliveries.map((row) => `webhook_delivery:${row.delivery_id}`)]);
+    expect(jobs[0].n).toBe(subscriptions - DIRECT_ATTEMPTS_MAX);
   });
 });
 
