@@ -26,13 +26,16 @@ const ID_SHAPE = /^[A-Za-z0-9_.:-]{1,100}$/;
 /** Details ending in a library's own message, which may quote what the client sent: cut at the colon. */
 const LIBRARY_TAILS = [/^(The filter cannot be parsed):.*/s, /^(Cannot apply the operation on [^:]*):.*/s, /^(Not a SCIM PatchOp request):.*/s];
 
-/** The path as logged: the route's template, its id-shaped parameters filled in; the query's names only. */
-export function loggedPath(request: FastifyRequest): string {
+/**
+ * The path as logged: the route's template, its id-shaped parameters filled in (not for a 404: an id
+ * that is not the employer's, perhaps another's, is not recorded); the query's names only.
+ */
+export function loggedPath(request: FastifyRequest, status: number): string {
   const template = request.routeOptions.url ?? request.url.split('?')[0]!;
   const params = (request.params ?? {}) as Record<string, unknown>;
   const path = template.replace(/:(\w+)/g, (placeholder, name: string) => {
     const value = params[name];
-    return typeof value === 'string' && ID_SHAPE.test(value) && !value.includes('@') ? value : placeholder;
+    return status !== 404 && typeof value === 'string' && ID_SHAPE.test(value) && !value.includes('@') ? value : placeholder;
   });
   const query = request.url.includes('?') ? new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1)) : null;
   if (!query || [...query.keys()].length === 0) return path;
@@ -41,6 +44,12 @@ export function loggedPath(request: FastifyRequest): string {
     return `${safeName}=${KEPT_QUERY_VALUES.has(name) && /^\d{1,9}$/.test(value) ? value : REDACTED}`;
   });
   return `${path}?${parts.join('&')}`;
+}
+
+/** A 404's detail names the id sent, perhaps another employer's: not recorded, as in the path. */
+function withoutParams(detail: string, request: FastifyRequest): string {
+  const values = Object.values((request.params ?? {}) as Record<string, unknown>).filter((value): value is string => typeof value === 'string' && value.length > 0);
+  return values.reduce((text, value) => text.replaceAll(value, REDACTED), detail);
 }
 
 /** An error detail without the values a client sent. */
@@ -61,7 +70,7 @@ export function recordScimRequests(fastify: FastifyInstance, ctx: AppContext): v
         const body = JSON.parse(payload) as { scimType?: unknown; detail?: unknown };
         request.scimOutcome = {
           scimType: typeof body.scimType === 'string' ? body.scimType.slice(0, 40) : null,
-          detail: typeof body.detail === 'string' ? redactDetail(body.detail) : null,
+          detail: typeof body.detail === 'string' ? redactDetail(reply.statusCode === 404 ? withoutParams(body.detail, request) : body.detail) : null,
         };
       } catch {
         // Not a SCIM envelope: status only.
@@ -78,7 +87,7 @@ export function recordScimRequests(fastify: FastifyInstance, ctx: AppContext): v
     await ctx.db.slonik
       .query(sql.unsafe`
         INSERT INTO scim_request_log (employer_id, request_id, received_at, method, path, status, scim_type, detail, duration_ms)
-        VALUES (${caller.employerId}, ${String(request.id).slice(0, 128)}, ${receivedAt}, ${request.method}, ${loggedPath(request).slice(0, 1000)},
+        VALUES (${caller.employerId}, ${String(request.id).slice(0, 128)}, ${receivedAt}, ${request.method}, ${loggedPath(request, reply.statusCode).slice(0, 1000)},
           ${reply.statusCode}, ${request.scimOutcome?.scimType ?? null}, ${request.scimOutcome?.detail ?? null}, ${durationMs})`)
       .catch((error: unknown) => request.log.warn({ err: error }, 'SCIM request log entry not written'));
   });

@@ -4,6 +4,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserUnavailable, launchChromium, seriousAxeViolations, signedInPage } from '../support/browser.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { enableScim, filterPath, scimClient, USER_SCHEMA } from '../scim/scim-client.ts';
 
@@ -23,6 +24,8 @@ describe.skipIf(unavailable !== null)('the SCIM request log in the console', () 
     expect((await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: email, emails: [{ value: email }] })).status).toBe(201);
     expect((await scim.request('GET', filterPath('Users', `userName eq "${email}"`))).status).toBe(200);
     expect((await scim.request('GET', filterPath('Users', 'nickName eq "x"'))).status).toBe(400);
+    // Each entry is written once its response has gone.
+    expect(await eventually(async () => Number((await service.ctx.db.pg.query('SELECT count(*) FROM scim_request_log')).rows[0].count) === 3, 10_000)).toBe(true);
     browser = await launchChromium();
     page = await signedInPage(browser, service.url, tenant.cookie);
   });

@@ -9,9 +9,12 @@ import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listParked } from '../../projections/parking.ts';
-import { formatPosition, parsePosition } from '../../src/event-store/port.ts';
+import { comparePositions, formatPosition, parsePosition } from '../../src/event-store/port.ts';
+import { employerStream } from '../../src/tenants/employer.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
 import { skipParkedEvent } from '../../src/operations/commands.ts';
+import { readCheckpoint } from '../../projections/runner.ts';
+import { resumeProjection } from '../../projections/operations.ts';
 import { createTestDatabaseUri } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/service.ts';
@@ -134,4 +137,15 @@ describe('projection operations', () => {
     expect(await readiness()).toEqual({ status: 200, body: { status: 'ok', database: 'ok' } });
     expect((await cli('projections', 'resume', 'audit')).stdout).toMatch(/was not paused/);
   }, 120_000);
+
+  it('finds a pause no runner heard of in the batch\'s transaction: nothing applied, the checkpoint kept', async () => {
+    // Written without its announcement: only the check in the batch's transaction can see it.
+    await query(`INSERT INTO projection_pauses (projection, paused_by) VALUES ('skip-probe', 'ops-carol')`);
+    const tenant = await service.createTenant();
+    expect((await query(`SELECT 1 FROM skip_probe WHERE employer_id = $1`, [tenant.employerId])).rows).toHaveLength(0);
+    const [created] = await service.ctx.eventStore.readStream(employerStream(tenant.employerId));
+    expect(comparePositions(await readCheckpoint(service.ctx.db.slonik, 'skip-probe'), created!.position)).toBeLessThan(0);
+    expect(await resumeProjection(service.ctx.db.slonik, 'skip-probe')).toBe(true);
+    expect(await eventually(async () => (await query(`SELECT 1 FROM skip_probe WHERE employer_id = $1`, [tenant.employerId])).rows.length === 1, 15_000)).toBe(true);
+  });
 });

@@ -3,6 +3,7 @@
 // own employer only; and no personal value in it: a user provisioned, filtered for, patched and
 // refused with a recognisable e-mail and name leaves no trace of them in the table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { filterPath, PATCH_OP, scimTenant, USER_SCHEMA } from './scim-client.ts';
 
@@ -30,6 +31,8 @@ describe('SCIM request log', () => {
     expect((await scim.request('PATCH', `/Users/${userId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: `emails[value eq "${email}"].x.y`, value: givenName }] })).status).toBe(400);
     expect((await scim.request('GET', `/Users/${encodeURIComponent(email)}`)).status).toBe(404);
     expect((await scim.request('POST', '/Users', { schemas: [USER_SCHEMA], userName: givenName, emails: [{ value: `not-an-address ${givenName}` }] })).status).toBe(400);
+    // Each entry is written once its response has gone.
+    expect(await eventually(async () => Number((await service.ctx.db.pg.query('SELECT count(*) FROM scim_request_log')).rows[0].count) === 8, 10_000)).toBe(true);
   });
   afterAll(async () => service?.stop());
 

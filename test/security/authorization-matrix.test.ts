@@ -28,7 +28,7 @@ import { createTestIdp } from '../support/saml-idp.ts';
 import { accessToken, registerSmartClient, smartClientKey, type SmartClientKey } from '../support/smart-clients.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { startTestService, type TestService } from '../support/service.ts';
-import { enableScim, GROUP_SCHEMA, scimClient, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
+import { enableScim, GROUP_SCHEMA, PATCH_OP, scimClient, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
 import { enableSaml } from '../sso/sso-test-kit.ts';
 import { apiClient, waitUntil } from '../webhooks/helpers.ts';
 
@@ -372,7 +372,12 @@ describe('the authorization matrix', () => {
         await a.admin.post('/api/employer/upload-cohort', { patients: [{ email, firstName: 'Fresh', lastName: 'Member' }] });
         return String((await a.admin.get(`/api/employer/patients?search=${encodeURIComponent(email)}`)).body.patients[0].id);
       },
-      userId: scimUser,
+      // Deactivated, so that both DELETEs consuming a user (SCIM's, and the erasure of a deactivated user) take one.
+      userId: async () => {
+        const userId = await scimUser();
+        await scim.request('PATCH', `/Users/${userId}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: false }] });
+        return userId;
+      },
       groupId: scimGroup,
       exportId: kickOffBulk,
       changeId: trustChange,
