@@ -69,6 +69,8 @@ export async function pruneOperationalRows(pool: DatabasePool, ages: RetentionAg
 export async function runRetention(ctx: AppContext): Promise<PrunedCounts> {
   const started = performance.now();
   const pruned = await pruneOperationalRows(ctx.db.slonik, ctx.config);
+  const prunedRows = ctx.metrics.counter({ name: 'retention_pruned_rows_total', help: 'Operational rows deleted by the retention job, by table.', labelNames: ['table'] });
+  for (const [table, count] of Object.entries(pruned)) prunedRows.inc({ table }, count);
   ctx.logger.info({ pruned, durationMs: Math.round(performance.now() - started) }, 'retention run');
   return pruned;
 }

@@ -66,8 +66,12 @@ describe('retention', () => {
     expect(run.pruned).toMatchObject({
       webhook_delivery_attempts: 2, webhook_deliveries: 1, sessions: 2, signin_tokens: 1, idempotency_keys: 1, saml_requests: 1, scim_request_log: 1,
     });
-    // Every table is named, pruned or not: a metrics registry counts them all.
+    // Every table is named, pruned or not: the metrics count them all.
     expect(Object.keys(run.pruned)).toContain('smart_access_tokens');
+    const counted = await service.ctx.metrics.registry.getSingleMetric('retention_pruned_rows_total')!.get();
+    const prunedOf = (table: string) => counted.values.find((value) => value.labels.table === table)?.value;
+    expect(prunedOf('webhook_delivery_attempts')).toBe(2);
+    expect(prunedOf('smart_access_tokens')).toBe(0);
   });
 
   it('deletes in batches until nothing due is left', async () => {
