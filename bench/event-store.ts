@@ -27,7 +27,7 @@ import { registerUser } from '../src/tenants/commands.ts';
 import { sealProfileFields } from '../src/tenants/events.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
-import { percentile, startBenchDatabase, startBenchService, runConcurrently } from './support.ts';
+import { percentile, startBenchDatabase, startBenchService, startCpuClock, runConcurrently } from './support.ts';
 import { CONCURRENCY as PEER_CONCURRENCY, READ_ALL_EVENTS, STREAM_EVENTS, peerScript, type RoundResult } from './workers/event-store-peer.ts';
 
 const CONCURRENCY = 16;
@@ -99,15 +99,27 @@ export default async function eventStoreBench(args: string[] = []): Promise<void
     const total = await db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM events WHERE type IN ('EmployerCreated', 'UserRegistered')`);
     console.log(`(b) seeded ${total} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
+    const cpuClock = await startCpuClock(db.eventStore);
+    const cpuMicrosSince = async (start: { process: number; postgres: number | null }, per: number) => {
+      const now = await cpuClock();
+      const micros = (seconds: number) => ((seconds * 1e6) / per).toFixed(0);
+      return `this process ${micros(now.process - start.process)} µs, Postgres ${now.postgres === null || start.postgres === null ? '?' : micros(now.postgres - start.postgres)} µs`;
+    };
     for (const projection of service.projections.filter((p) => p.name === 'audit' || p.name === 'tenants')) {
+      const rebuildCpu = await cpuClock();
       const started = performance.now();
       const result = await rebuildProjection({ db, eventStore, projection });
       const seconds = (performance.now() - started) / 1000;
+      const rebuildCpuPerEvent = await cpuMicrosSince(rebuildCpu, Number(total));
       // The reference: the rows the rebuild wrote, written again in one statement into a table with no index.
+      const referenceCpu = await cpuClock();
       const reference = await physicalReference(db, projection.tables);
+      const referenceCpuPerRow = await cpuMicrosSince(referenceCpu, reference.rows);
       const rebuildRowsPerSecond = reference.rows / seconds;
       console.log(`    rebuild ${projection.name.padEnd(8)}: ${result.eventsApplied} events applied in ${seconds.toFixed(1)} s = ${(Number(total) / seconds).toFixed(0)} events/s read and applied (goal >= 25000)`);
       console.log(`      reference, one INSERT ... SELECT of its ${reference.rows} rows into unindexed tables: ${reference.seconds.toFixed(2)} s = ${(reference.rows / reference.seconds).toFixed(0)} rows/s; ratio rebuild/reference: ${(rebuildRowsPerSecond / (reference.rows / reference.seconds)).toFixed(2)} (goal >= 0.25)`);
+      // CPU per event moves less with the machine's other load than the ratio of rates does.
+      console.log(`      CPU per event: rebuild ${rebuildCpuPerEvent}; reference, per row: ${referenceCpuPerRow}`);
     }
   } finally {
     await service.stopAll();
