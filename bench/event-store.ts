@@ -272,7 +272,8 @@ async function commandsDuringRebuild() {
     report('without a rebuild (5 s)     ', await measure(new Promise((resolve) => setTimeout(resolve, 5000))));
 
     const cli = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts'), 'projections', 'rebuild', 'tenants'], {
-      env: { ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-rebuild-')), LOG_LEVEL: 'silent' },
+      // The service's encryption key: with another, the CLI could not open users' data keys and would park every sealed registration.
+      env: { ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-rebuild-')), ENCRYPTION_KEY: ctx.config.ENCRYPTION_KEY, LOG_LEVEL: 'silent' },
     });
     let stdout = '';
     let stderr = '';
