@@ -7,12 +7,15 @@
 //     own) rebuilds over 100,000 events, next to the same commands without a rebuild.
 // (d) Append throughput with the audit chain's sealing running beside the appends and without it,
 //     alternated, and sealing throughput in events/s (bench/audit-chain.ts).
+// (e) Our event store next to Emmett's PostgreSQL event store, on the same server, each in a database
+//     and a process of its own (bench/workers/event-store-peer.ts), in alternated rounds.
 import { spawn } from 'node:child_process';
 import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { rebuildProjection } from '../projections/rebuild.ts';
@@ -22,16 +25,21 @@ import { START, type RecordedEvent } from '../src/event-store/port.ts';
 import { eventRegistryOf } from '../src/main.ts';
 import { registerUser } from '../src/tenants/commands.ts';
 import { sealProfileFields } from '../src/tenants/events.ts';
+import { migrate } from '../src/db/migrate.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
-import { percentile, startBenchService, runConcurrently } from './support.ts';
+import { percentile, startBenchDatabase, startBenchService, startCpuClock, runConcurrently } from './support.ts';
+import { CONCURRENCY as PEER_CONCURRENCY, READ_ALL_EVENTS, STREAM_EVENTS, peerScript, type RoundResult } from './workers/event-store-peer.ts';
 
 const CONCURRENCY = 16;
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const REBUILD_EVENTS = Number(process.env.BENCH_REBUILD_EVENTS ?? 200_000);
 const UNDER_LOAD_EVENTS = Number(process.env.BENCH_UNDER_LOAD_EVENTS ?? 100_000);
 const UNDER_LOAD_CLIENTS = 4;
+const PEER_ROUND_MS = Number(process.env.BENCH_PEER_ROUND_MS ?? 3000);
 
-export default async function eventStoreBench(): Promise<void> {
+/** `npm run bench -- event-store [emmett]`: everything, or only (e). */
+export default async function eventStoreBench(args: string[] = []): Promise<void> {
+  if (args[0] === 'emmett') return besideEmmett();
   const service = await startBenchService({ roles: [] });
   const { eventStore, db } = service.ctx;
   try {
@@ -91,15 +99,27 @@ export default async function eventStoreBench(): Promise<void> {
     const total = await db.slonik.oneFirst(sql.unsafe`SELECT count(*)::int FROM events WHERE type IN ('EmployerCreated', 'UserRegistered')`);
     console.log(`(b) seeded ${total} events in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
+    const cpuClock = await startCpuClock(db.eventStore);
+    const cpuMicrosSince = async (start: { process: number; postgres: number | null }, per: number) => {
+      const now = await cpuClock();
+      const micros = (seconds: number) => ((seconds * 1e6) / per).toFixed(0);
+      return `this process ${micros(now.process - start.process)} µs, Postgres ${now.postgres === null || start.postgres === null ? '?' : micros(now.postgres - start.postgres)} µs`;
+    };
     for (const projection of service.projections.filter((p) => p.name === 'audit' || p.name === 'tenants')) {
+      const rebuildCpu = await cpuClock();
       const started = performance.now();
       const result = await rebuildProjection({ db, eventStore, projection });
       const seconds = (performance.now() - started) / 1000;
+      const rebuildCpuPerEvent = await cpuMicrosSince(rebuildCpu, Number(total));
       // The reference: the rows the rebuild wrote, written again in one statement into a table with no index.
+      const referenceCpu = await cpuClock();
       const reference = await physicalReference(db, projection.tables);
+      const referenceCpuPerRow = await cpuMicrosSince(referenceCpu, reference.rows);
       const rebuildRowsPerSecond = reference.rows / seconds;
       console.log(`    rebuild ${projection.name.padEnd(8)}: ${result.eventsApplied} events applied in ${seconds.toFixed(1)} s = ${(Number(total) / seconds).toFixed(0)} events/s read and applied (goal >= 25000)`);
-      console.log(`      reference, one INSERT ... SELECT of its ${reference.rows} rows into unindexed tables: ${reference.seconds.toFixed(2)} s = ${(reference.rows / reference.seconds).toFixed(0)} rows/s; ratio rebuild/reference: ${(rebuildRowsPerSecond / (reference.rows / reference.seconds)).toFixed(2)}`);
+      console.log(`      reference, one INSERT ... SELECT of its ${reference.rows} rows into unindexed tables: ${reference.seconds.toFixed(2)} s = ${(reference.rows / reference.seconds).toFixed(0)} rows/s; ratio rebuild/reference: ${(rebuildRowsPerSecond / (reference.rows / reference.seconds)).toFixed(2)} (goal >= 0.25)`);
+      // CPU per event moves less with the machine's other load than the ratio of rates does.
+      console.log(`      CPU per event: rebuild ${rebuildCpuPerEvent}; reference, per row: ${referenceCpuPerRow}`);
     }
   } finally {
     await service.stopAll();
@@ -107,6 +127,63 @@ export default async function eventStoreBench(): Promise<void> {
   await commandsDuringRebuild();
   console.log('(d) audit-chain sealing beside the appends (a database of its own)');
   await auditChainSealingBench();
+  await besideEmmett();
+}
+
+/**
+ * (e) The same four workloads on our event store and on Emmett's, rounds alternated ours, Emmett,
+ * Emmett, ours; each figure is the mean of its side's rounds.
+ */
+async function besideEmmett() {
+  const database = await startBenchDatabase();
+  try {
+    await migrate(database.connectionUri);
+    const emmettUri = new URL(database.connectionUri);
+    emmettUri.pathname = `${emmettUri.pathname}_emmett`;
+    const admin = new pg.Client({ connectionString: database.connectionUri });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${emmettUri.pathname.slice(1)}`);
+    await admin.end();
+    const uris = { ours: database.connectionUri, emmett: emmettUri.toString() };
+    const run = (side: 'ours' | 'emmett', what: string) =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, [peerScript, side, uris[side], what], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let stdout = '';
+        child.stdout.on('data', (chunk) => (stdout += chunk));
+        child.on('error', reject);
+        child.on('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`event-store-peer.ts ${side} ${what} exited with ${code}`))));
+      });
+    await run('ours', 'seed');
+    await run('emmett', 'seed');
+    const rounds: Record<'ours' | 'emmett', RoundResult[]> = { ours: [], emmett: [] };
+    for (const side of ['ours', 'emmett', 'emmett', 'ours'] as const) rounds[side].push(JSON.parse(await run(side, String(PEER_ROUND_MS))) as RoundResult);
+
+    const mean = (side: 'ours' | 'emmett', workload: keyof RoundResult, figure: 'eventsPerSecond' | 'p50' | 'p99') =>
+      rounds[side].reduce((sum, round) => sum + round[workload][figure], 0) / rounds[side].length;
+    console.log(`(e) beside Emmett's PostgreSQL event store (@event-driven-io/emmett-postgresql), ${PEER_CONCURRENCY} clients, pools of ${PEER_CONCURRENCY} connections, rounds of ${PEER_ROUND_MS / 1000} s per workload alternated ours, Emmett, Emmett, ours (means)`);
+    const lines: [keyof RoundResult, string, string][] = [
+      ['newStreams', 'single-event appends to new streams      ', 'events/s'],
+      ['existingStreams', 'appends to existing streams, expected rev', 'events/s'],
+      ['readStream', `read one stream of ${STREAM_EVENTS} events           `, 'events/s'],
+      ['readAll', `read all from position 0 (${READ_ALL_EVENTS} events) `, 'events/s'],
+    ];
+    for (const [workload, label, unit] of lines) {
+      const figure = (side: 'ours' | 'emmett') =>
+        `${mean(side, workload, 'eventsPerSecond').toFixed(0)} ${unit} (p50 ${mean(side, workload, 'p50').toFixed(1)} ms, p99 ${mean(side, workload, 'p99').toFixed(1)} ms)`;
+      const ratio = mean('ours', workload, 'eventsPerSecond') / mean('emmett', workload, 'eventsPerSecond');
+      console.log(`    ${label}: ours ${figure('ours')}, Emmett ${figure('emmett')}; ratio ours/Emmett ${ratio.toFixed(2)} (goal >= 1.0)`);
+    }
+    console.log(`    where the two differ:`);
+    console.log(`      - append: ours validates every event against its type's schema and runs one statement; Emmett stores what it is given,`);
+    console.log(`        in a transaction of its own (BEGIN, its emt_append_to_stream function, which also keeps a row per stream, COMMIT)`);
+    console.log(`      - read: ours parses and upcasts every event by its schema (read one stream: strictly); Emmett returns the stored JSON`);
+    console.log(`      - read all: Emmett has no public read-all; used readMessagesBatch, which its consumers and projections page with.`);
+    console.log(`        Both hide events behind older running transactions (pg_snapshot_xmin); ours pages by (transaction id, position),`);
+    console.log(`        Emmett by global position alone, which can skip an event of a later transaction with a lower position at a page's end`);
+    console.log(`      - ours reads one tenant's events by index (tenant_id); Emmett partitions instead (not measured here)`);
+  } finally {
+    await database.stop();
+  }
 }
 
 /**
@@ -195,7 +272,8 @@ async function commandsDuringRebuild() {
     report('without a rebuild (5 s)     ', await measure(new Promise((resolve) => setTimeout(resolve, 5000))));
 
     const cli = spawn(process.execPath, [join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts'), 'projections', 'rebuild', 'tenants'], {
-      env: { ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-rebuild-')), LOG_LEVEL: 'silent' },
+      // The service's encryption key: with another, the CLI could not open users' data keys and would park every sealed registration.
+      env: { ...process.env, DATABASE_URL: ctx.db.connectionUri, DATA_DIR: await mkdtemp(join(tmpdir(), 'ei-bench-rebuild-')), ENCRYPTION_KEY: ctx.config.ENCRYPTION_KEY, LOG_LEVEL: 'silent' },
     });
     let stdout = '';
     let stderr = '';

@@ -19,7 +19,7 @@ import { START, type EventStore, type Position, type RecordedEvent } from '../sr
 import type { Database } from '../src/db/pools.ts';
 import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
 import { park, promoteRebuildParked, rebuildParkingName, waitingStreams } from './parking.ts';
-import { applyReplayParkingFailures } from './runner.ts';
+import { applyInOrder, applyReplayParkingFailures, isTransient } from './runner.ts';
 
 /** Events read per page (reading holds back nobody: it runs outside any transaction). */
 export const REBUILD_PAGE = 10_000;
@@ -87,37 +87,53 @@ export async function rebuildProjection(deps: {
     let read = saved ? (await eventStore.countEventsAfter(START)) - (await eventStore.countEventsAfter(saved.position)) : 0;
     // Streams with a parked event (stream -> that event): their later events are parked behind it.
     let waiting: ReadonlyMap<string, string> = saved ? await waitingStreams(db.slonik, rebuildParkingName(projection.name)) : new Map<string, string>();
-    const readPage = (after: Position) => eventStore.readAll({ after, maxCount: REBUILD_PAGE });
+    const readPage = (after: Position, maxCount = REBUILD_PAGE) => eventStore.readAll({ after, maxCount });
 
-    /** Applies every visible event after `position` into the side tables, in short batch transactions. */
+    /**
+     * Writes one batch into the side tables with the rebuild's checkpoint, in a transaction of its own:
+     * first all of it together (the projection's set-based statements); should that fail for a reason
+     * that is the events', once more event by event in savepoints, parking what fails alone. Committed
+     * asynchronously: a crash can lose the last batches written, but only with their checkpoint, so the
+     * resumed rebuild writes them again (the swap's commit, synchronous, makes everything before it durable).
+     */
+    const writeBatch = (batch: RecordedEvent[], oneByOne: boolean) =>
+      db.slonik.transaction(async (tx) => {
+        await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true), set_config('synchronous_commit', 'off', true)`);
+        const result = await applyIntoSideTables(tx, projection, batch, waiting, oneByOne ? 'one by one' : 'together');
+        const end = batch[batch.length - 1]!.position;
+        await tx.query(sql.unsafe`
+          UPDATE public.projection_rebuilds
+          SET position_commit = ${end.commit.toString()}::bigint, position_prepare = ${end.prepare.toString()}::bigint,
+              events_applied = events_applied + ${result.applied}, updated_at = now()
+          WHERE projection = ${projection.name}`);
+        return result;
+      });
+
+    /**
+     * Applies every visible event after `position` into the side tables, a batch per page. The next
+     * page is read while a batch is written, so Postgres reads events as it writes rows; pages of
+     * REBUILD_BATCH events keep short the parse of one that may land while a batch is open (it delays
+     * the batch's commit, and so every event reader: 10,000-event pages parsed on a loaded machine
+     * held 1,000-event batches open 1 to 2 s, measured).
+     */
     const catchUp = async () => {
-      // Pages are read between batches, not while one is open: parsing a page in this process would
-      // delay the open batch's commit, and so every event reader (measured: 1,000-event batches held
-      // open 1 to 2 s while a 10,000-event page was parsed on a loaded machine).
+      let next = readPage(position, REBUILD_BATCH);
       for (;;) {
-        const page = await readPage(position);
-        if (page.length === 0) return;
-        const full = page.length === REBUILD_PAGE;
-        for (let offset = 0; offset < page.length; offset += REBUILD_BATCH) {
-          if (lockLost) throw new Error(`Rebuild of ${projection.name} stopped: its lock connection failed (${lockLost.message}); run it again to resume.`);
-          const batch = page.slice(offset, offset + REBUILD_BATCH);
-          const end = batch[batch.length - 1]!.position;
-          const done = await db.slonik.transaction(async (tx) => {
-            const result = await applyIntoSideTables(tx, schema, projection, batch, waiting);
-            await tx.query(sql.unsafe`
-              UPDATE public.projection_rebuilds
-              SET position_commit = ${end.commit.toString()}::bigint, position_prepare = ${end.prepare.toString()}::bigint,
-                  events_applied = events_applied + ${result.applied}, updated_at = now()
-              WHERE projection = ${projection.name}`);
-            return result;
-          });
-          position = end;
-          applied += done.applied;
-          waiting = done.waiting;
-          read += batch.length;
-          deps.onProgress?.({ applied, read, position });
-        }
-        if (!full) return;
+        const batch = await next;
+        if (batch.length === 0) return;
+        const end = batch[batch.length - 1]!.position;
+        next = batch.length === REBUILD_BATCH ? readPage(end, REBUILD_BATCH) : Promise.resolve([]);
+        next.catch(() => {}); // awaited in the next turn, unless this batch fails first
+        if (lockLost) throw new Error(`Rebuild of ${projection.name} stopped: its lock connection failed (${lockLost.message}); run it again to resume.`);
+        const done = await writeBatch(batch, false).catch((error: unknown) => {
+          if (isTransient(error)) throw error;
+          return writeBatch(batch, true);
+        });
+        position = end;
+        applied += done.applied;
+        waiting = done.waiting;
+        read += batch.length;
+        deps.onProgress?.({ applied, read, position });
       }
     };
 
@@ -136,7 +152,7 @@ export async function rebuildProjection(deps: {
     for (let attempt = 1; ; attempt++) {
       try {
         const swapped = await db.slonik.transaction(async (tx) => {
-          await tx.query(sql.unsafe`SELECT set_config('lock_timeout', ${`${SWAP_LOCK_TIMEOUT_MS}ms`}, true)`);
+          await tx.query(sql.unsafe`SELECT set_config('lock_timeout', ${`${SWAP_LOCK_TIMEOUT_MS}ms`}, true), set_config('search_path', ${`${schema}, public`}, true)`);
           await tx.query(sql.unsafe`INSERT INTO projection_checkpoints (name) VALUES (${projection.name}) ON CONFLICT DO NOTHING`);
           await tx.query(sql.unsafe`SELECT 1 FROM projection_checkpoints WHERE name = ${projection.name} FOR UPDATE`);
           let end = position;
@@ -146,7 +162,7 @@ export async function rebuildProjection(deps: {
           for (;;) {
             const page = await readPage(end);
             if (page.length === 0) break;
-            const result = await applyIntoSideTables(tx, schema, projection, page, tailWaiting);
+            const result = await applyIntoSideTables(tx, projection, page, tailWaiting, 'in a savepoint, then one by one');
             tail += result.applied;
             tailWaiting = result.waiting;
             tailRead += page.length;
@@ -186,24 +202,27 @@ export async function rebuildProjection(deps: {
 }
 
 /**
- * Applies the events of the projection's types with the side schema first on search_path (for the
- * rest of the transaction), parking under the rebuild's name those it cannot apply and the later
- * events of streams with a parked event (`waiting`: stream -> that event). Returns how many it
- * applied, and `waiting` as it is after them: a new map, which the caller keeps only once `tx` has
- * committed (a transaction that rolls back, or is retried, parked nothing).
+ * Applies the events of the projection's types (the side schema first on search_path), parking under
+ * the rebuild's name those it cannot apply and the later events of streams with a parked event
+ * (`waiting`: stream -> that event): all `together` (any failure fails the transaction), `one by one`
+ * in savepoints, or `in a savepoint, then one by one` should that fail. Returns how many it applied,
+ * and `waiting` as it is after them: a new map, which the caller keeps only once `tx` has committed
+ * (a transaction that rolls back, or is retried, parked nothing).
  */
 async function applyIntoSideTables(
   tx: DatabaseTransactionConnection,
-  schema: string,
   projection: Projection,
   page: RecordedEvent[],
   waiting: ReadonlyMap<string, string>,
+  how: 'together' | 'one by one' | 'in a savepoint, then one by one',
 ): Promise<{ applied: number; waiting: ReadonlyMap<string, string> }> {
   const relevant = page.filter((event) => handlesEventType(projection, event.type));
   if (relevant.length === 0) return { applied: 0, waiting };
-  await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, public`}, true)`);
   const after = new Map(waiting);
-  const { applied, setAside } = await applyReplayParkingFailures(tx, projection, relevant, after);
+  const { applied, setAside } =
+    how === 'in a savepoint, then one by one'
+      ? await applyReplayParkingFailures(tx, projection, relevant, after)
+      : await applyInOrder(tx, projection, relevant, after, how === 'one by one');
   if (setAside.length > 0) await park(tx, rebuildParkingName(projection.name), setAside, 1);
   return { applied, waiting: after };
 }

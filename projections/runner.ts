@@ -130,7 +130,7 @@ async function applyBatchWith(
  * its error (and its stream joins `waiting`) instead of failing the rest. Errors that say nothing
  * about the event (a lost connection, a deadlock, a shutdown) are thrown, never set aside.
  */
-async function applyInOrder(
+export async function applyInOrder(
   tx: DatabaseTransactionConnection,
   projection: Projection,
   events: RecordedEvent[],
@@ -184,7 +184,7 @@ export async function applyReplayParkingFailures(
 /** SQLSTATE classes that say nothing about the event: connection (08), transaction rollback such as deadlocks (40), resources (53), shutdown (57P). */
 const TRANSIENT_SQLSTATE = /^(08|40|53|57P)/;
 
-function isTransient(error: unknown): boolean {
+export function isTransient(error: unknown): boolean {
   let cause: unknown = error;
   // A few causes deep at most: a chain may loop.
   for (let depth = 0; depth < 4 && cause instanceof Error; depth++, cause = cause.cause) {

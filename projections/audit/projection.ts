@@ -1,7 +1,7 @@
 // Read model `audit_log`: one row per auditable event, written in one statement per batch.
 import { sql } from 'slonik';
 import type { AuditMappers } from '../../src/capability.ts';
-import { defineProjection, type Projection } from '../../src/event-store/projection.ts';
+import { defineProjection, rowsAsJson, type Projection } from '../../src/event-store/projection.ts';
 
 export function auditProjection(mappers: AuditMappers): Projection {
   return defineProjection({
@@ -34,7 +34,7 @@ export function auditProjection(mappers: AuditMappers): Projection {
       await tx.query(sql.unsafe`
         INSERT INTO audit_log (global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id, ip_address, user_agent)
         SELECT global_position, event_id, employer_id, action, actor_type, actor_id, target_type, target_id, details, occurred_at, request_id, ip_address, user_agent
-        FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(global_position bigint, event_id uuid, employer_id text, action text,
+        FROM json_to_recordset(${rowsAsJson(rows)}::json) AS r(global_position bigint, event_id uuid, employer_id text, action text,
           actor_type text, actor_id text, target_type text, target_id text, details jsonb, occurred_at timestamptz, request_id text,
           ip_address text, user_agent text)`);
     },

@@ -5,7 +5,7 @@ import type { KeyObject } from 'node:crypto';
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { dataKeys } from '../../src/crypto/personal-data.ts';
 import type { RecordedEvent } from '../../src/event-store/port.ts';
-import { defineProjection, isRunOf, runsOfSameType } from '../../src/event-store/projection.ts';
+import { defineProjection, isRunOf, rowsAsJson, runsOfSameType } from '../../src/event-store/projection.ts';
 import { openProfileFields, type AdminRoleMappingSet, type EmployerCreated, type ScimProfileAttributes, type UserEmail, type UserEvent, type UserProfile, type UserRegistered } from '../../src/tenants/events.ts';
 import { erasedProfile, registeredUserRow, scimAttributesOf, scimEmails, workEmail } from './rows.ts';
 
@@ -19,11 +19,14 @@ export function tenantsProjection(encryptionKey: KeyObject) {
     awaitedByCommands: true,
     async apply(tx, events) {
       const keys = await userKeys(tx, encryptionKey, events);
-      // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT.
+      // Registrations dominate replays (a rebuild, an import): each run of them is one INSERT, and each
+      // run of status, role or key changes one UPDATE. Profile updates, each its own set of columns, go one by one.
       for (const run of runsOfSameType(events)) {
         if (isRunOf(run, 'EmployerCreated')) await insertEmployers(tx, run);
         else if (isRunOf(run, 'UserRegistered')) await insertUsers(tx, run, keys);
-        else for (const event of run) await applyUserChange(tx, event, keys);
+        else if (isRunOf(run, 'UserDeactivated') || isRunOf(run, 'UserReactivated') || isRunOf(run, 'UserRoleChanged') || isRunOf(run, 'UserApiKeyCreated')) {
+          await updateUsers(tx, run);
+        } else for (const event of run) await applyUserChange(tx, event, keys);
       }
     },
   });
@@ -59,7 +62,7 @@ async function insertEmployers(tx: DatabaseTransactionConnection, run: RecordedE
   const rows = run.map(({ data }) => ({ id: data.employerId, name: data.name, created_at: data.createdAt }));
   await tx.query(sql.unsafe`
     INSERT INTO employers (id, name, created_at)
-    SELECT id, name, created_at FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, name text, created_at timestamptz)`);
+    SELECT id, name, created_at FROM json_to_recordset(${rowsAsJson(rows)}::json) AS r(id text, name text, created_at timestamptz)`);
 }
 
 async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent<UserRegistered>[], keys: Keys) {
@@ -73,9 +76,42 @@ async function insertUsers(tx: DatabaseTransactionConnection, run: RecordedEvent
                        created_at, updated_at, emails, work_email, scim_attributes)
     SELECT id, employer_id, email, role, user_name, given_name, family_name, display_name, external_id, active, source, version,
            created_at, updated_at, emails, work_email, scim_attributes
-    FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(id text, employer_id text, email text, role text, user_name text, given_name text,
+    FROM json_to_recordset(${rowsAsJson(rows)}::json) AS r(id text, employer_id text, email text, role text, user_name text, given_name text,
       family_name text, display_name text, external_id text, active boolean, source text, version bigint, created_at timestamptz,
       updated_at timestamptz, emails jsonb, work_email text, scim_attributes jsonb)`);
+}
+
+type UserColumnChange = Extract<UserEvent, { type: 'UserDeactivated' | 'UserReactivated' | 'UserRoleChanged' | 'UserApiKeyCreated' }>;
+
+/** What each of these events sets, from the folded row `r` (users `u`). */
+const userColumnAssignments = {
+  UserDeactivated: sql.fragment`active = false, scim_deleted = u.scim_deleted OR r.scim_deleted, version = r.version, updated_at = r.updated_at`,
+  UserReactivated: sql.fragment`active = true, version = r.version, updated_at = r.updated_at`,
+  UserRoleChanged: sql.fragment`role = r.role, version = r.version, updated_at = r.updated_at`,
+  // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
+  UserApiKeyCreated: sql.fragment`version = r.version`,
+} satisfies Record<UserColumnChange['type'], unknown>;
+
+/**
+ * A run of one of these event types as one UPDATE: the events of each user folded into one row first
+ * (an UPDATE ... FROM takes one source row per target row), the last one's revision, time and role,
+ * and scim_deleted once any of them set it. The same rows as applying them one by one.
+ */
+async function updateUsers(tx: DatabaseTransactionConnection, run: RecordedEvent<UserColumnChange>[]) {
+  const folded = new Map<string, { id: string; version: number; updated_at: string; role: string | null; scim_deleted: boolean }>();
+  for (const { data, streamRevision, metadata } of run) {
+    folded.set(data.userId, {
+      id: data.userId,
+      version: Number(streamRevision),
+      updated_at: metadata.occurredAt,
+      role: 'role' in data ? data.role : null,
+      scim_deleted: Boolean(folded.get(data.userId)?.scim_deleted) || ('scimDeleted' in data && data.scimDeleted),
+    });
+  }
+  await tx.query(sql.unsafe`
+    UPDATE users u SET ${userColumnAssignments[run[0]!.type]}
+    FROM json_to_recordset(${rowsAsJson([...folded.values()])}::json) AS r(id text, version bigint, updated_at timestamptz, role text, scim_deleted boolean)
+    WHERE u.id = r.id`);
 }
 
 async function applyUserChange(tx: DatabaseTransactionConnection, event: RecordedEvent<EmployerCreated | AdminRoleMappingSet | UserEvent>, keys: Keys) {
@@ -96,22 +132,8 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
         WHERE id = ${event.data.userId}`);
       break;
     }
-    case 'UserDeactivated':
-      await tx.query(sql.unsafe`
-        UPDATE users SET active = false, scim_deleted = scim_deleted OR ${event.data.scimDeleted},
-          version = ${event.streamRevision.toString()}::bigint, updated_at = ${at}
-        WHERE id = ${event.data.userId}`);
-      break;
-    case 'UserReactivated':
-      await tx.query(sql.unsafe`
-        UPDATE users SET active = true, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
-      break;
     case 'AdminRoleMappingSet':
       await tx.query(sql.unsafe`UPDATE employers SET admin_role_mapping = ${sql.jsonb(event.data.mapping)} WHERE id = ${event.data.employerId}`);
-      break;
-    case 'UserRoleChanged':
-      await tx.query(sql.unsafe`
-        UPDATE users SET role = ${event.data.role}, version = ${event.streamRevision.toString()}::bigint, updated_at = ${at} WHERE id = ${event.data.userId}`);
       break;
     case 'UserErased': {
       // What a rebuild writes once the key is gone (erasedProfile), and no SCIM attribute kept.
@@ -123,10 +145,6 @@ async function applyUserChange(tx: DatabaseTransactionConnection, event: Recorde
         WHERE id = ${event.data.userId}`);
       break;
     }
-    case 'UserApiKeyCreated':
-      // Nothing a reader sees changes, but the version is the stream's revision: SCIM's ETag and If-Match.
-      await tx.query(sql.unsafe`UPDATE users SET version = ${event.streamRevision.toString()}::bigint WHERE id = ${event.data.userId}`);
-      break;
   }
 }
 

@@ -70,3 +70,11 @@ export function isRunOf<Event extends DomainEvent, Type extends Event['type']>(
 ): run is RecordedEvent<Extract<Event, { type: Type }>>[] {
   return run[0]?.type === type;
 }
+
+/**
+ * A batch's rows as one parameter for `json_to_recordset($1::json)`, a projection's set-based write:
+ * JSON.stringify and `json` rather than slonik's `sql.jsonb` and `jsonb`, whose stable stringify and
+ * character checks here, and jsonb's binary form there, are work a row set read once does not need.
+ * A value Postgres refuses (a NUL character) fails the statement all the same, and so the batch.
+ */
+export const rowsAsJson = (rows: readonly object[]): string => JSON.stringify(rows);

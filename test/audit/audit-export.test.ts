@@ -72,6 +72,8 @@ describe('audit export and audit:read keys', () => {
       expect(refused.status).toBe(403);
       expect(((await refused.json()) as { code: string }).code).toBe('INSUFFICIENT_SCOPE');
     }
+    // The key made here is audited too: the tests after this one expect every entry sealed.
+    await waitForSealing(service.ctx);
   });
 
   it("records the caller's address after TRUST_PROXY and its user agent; none for a system actor", async () => {
