@@ -7,6 +7,7 @@
 //     own) rebuilds over 100,000 events, next to the same commands without a rebuild.
 // (d) Append throughput with the audit chain's sealing running beside the appends and without it,
 //     alternated, and sealing throughput in events/s (bench/audit-chain.ts).
+// (e) The cohort upload of `npm run bench -- fhir` (a), on a service of its own (bench/cohort-upload.ts).
 import { spawn } from 'node:child_process';
 import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -23,6 +24,7 @@ import { eventRegistryOf } from '../src/main.ts';
 import { registerUser } from '../src/tenants/commands.ts';
 import { sealProfileFields } from '../src/tenants/events.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
+import { cohortUploadBench } from './cohort-upload.ts';
 import { percentile, startBenchService, runConcurrently } from './support.ts';
 
 const CONCURRENCY = 16;
@@ -107,6 +109,7 @@ export default async function eventStoreBench(): Promise<void> {
   await commandsDuringRebuild();
   console.log('(d) audit-chain sealing beside the appends (a database of its own)');
   await auditChainSealingBench();
+  await cohortUploadBench('(e)');
 }
 
 /**
