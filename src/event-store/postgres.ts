@@ -2,6 +2,8 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
+// Appends of events an inline projection reads are the exception: they run in a slonik transaction
+// that also applies those projections (src/event-store/projection.ts, `inline`).
 import { setTimeout as pauseUnlessAborted } from 'node:timers/promises';
 import type pg from 'pg';
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
