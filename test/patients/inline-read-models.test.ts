@@ -82,6 +82,16 @@ describe('a cohort upload with inline read models', () => {
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
   }, 300_000);
 
+  it('is skipped by the runner, which moves its checkpoint past the upload without applying it again', async () => {
+    const { api } = await admin();
+    const appliedOf = () => service.ctx.db.slonik.oneFirst(sql.unsafe`SELECT coalesce((SELECT events_applied::int FROM projection_checkpoints WHERE name = 'fhir-resources'), 0)`);
+    const before = await appliedOf();
+    expect((await api.post('/api/employer/upload-cohort', { patients: rowsOf('skipped', 0, 20) })).status).toBe(201);
+    const head = await service.ctx.eventStore.headPosition();
+    while (!(await service.ctx.waitForReadModels(head, ['fhir-resources'])));
+    expect(await appliedOf()).toBe(before);
+  }, 120_000);
+
   it('writes nothing when it fails half-way (events appended and read models written in its transaction), and all once retried', async () => {
     const { employerId, api } = await admin();
     const patients = rowsOf('halfway', 0, 500);
