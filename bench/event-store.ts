@@ -9,6 +9,7 @@
 //     alternated, and sealing throughput in events/s (bench/audit-chain.ts).
 // (e) Our event store next to Emmett's PostgreSQL event store, on the same server, each in a database
 //     and a process of its own (bench/workers/event-store-peer.ts), in alternated rounds.
+// (f) The cohort upload of `npm run bench -- fhir` (a), on a service of its own (bench/cohort-upload.ts).
 import { spawn } from 'node:child_process';
 import { createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import { sealProfileFields } from '../src/tenants/events.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
 import { percentile, startBenchDatabase, startBenchService, startCpuClock, runConcurrently } from './support.ts';
+import { cohortUploadBench } from './cohort-upload.ts';
 import { CONCURRENCY as PEER_CONCURRENCY, READ_ALL_EVENTS, STREAM_EVENTS, peerScript, type RoundResult } from './workers/event-store-peer.ts';
 
 const CONCURRENCY = 16;
@@ -128,6 +130,7 @@ export default async function eventStoreBench(args: string[] = []): Promise<void
   console.log('(d) audit-chain sealing beside the appends (a database of its own)');
   await auditChainSealingBench();
   await besideEmmett();
+  await cohortUploadBench('(f)');
 }
 
 /**

@@ -177,6 +177,9 @@ export async function rebuildProjection(deps: {
           await tx.query(sql.unsafe`DROP SCHEMA ${sql.identifier([schema])}`);
           const parked = await promoteRebuildParked(tx, projection.name);
           await tx.query(sql.unsafe`DELETE FROM projection_rebuilds WHERE projection = ${projection.name}`);
+          // Appends applied inline wrote to the tables just dropped: those up to `end` are replayed, the
+          // runner applies those after it to these tables.
+          await tx.query(sql.unsafe`DELETE FROM projection_inline_transactions WHERE projection = ${projection.name}`);
           await tx.query(sql.unsafe`
             UPDATE projection_checkpoints
             -- Nothing visible to the live runner is beyond this: the final catch-up read under its lock.

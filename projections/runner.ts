@@ -114,13 +114,31 @@ async function applyBatchWith(
     if (paused) return { applied: 0, parked: [], paused: true };
     const fresh = batch.filter((event) => comparePositions(event.position, checkpoint) > 0);
     if (fresh.length === 0) return { applied: 0, parked: [] };
-    const relevant = fresh.filter((event) => handlesEventType(projection, event.type));
+    const applied = projection.inline ? await appliedInline(tx, projection.name, fresh) : new Set<bigint>();
+    const relevant = fresh.filter((event) => handlesEventType(projection, event.type) && !applied.has(event.position.commit));
     const waiting = hasParked ? await waitingStreams(tx, projection.name) : new Map<string, string>();
-    const { applied, setAside } = await applyInOrder(tx, projection, relevant, waiting, options.failedAttempts !== null);
-    if (setAside.length > 0) await park(tx, projection.name, setAside, (options.failedAttempts ?? 0) + 1);
-    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, applied, options.notifyPeers);
-    return { applied, parked: setAside };
+    const outcome = await applyInOrder(tx, projection, relevant, waiting, options.failedAttempts !== null);
+    if (outcome.setAside.length > 0) await park(tx, projection.name, outcome.setAside, (options.failedAttempts ?? 0) + 1);
+    await saveCheckpoint(tx, projection.name, fresh[fresh.length - 1]!.position, outcome.applied, options.notifyPeers);
+    return { applied: outcome.applied, parked: outcome.setAside };
   });
+}
+
+/**
+ * The transactions among `events`' that applied their events to this (inline) projection themselves
+ * (src/event-store/postgres.ts). The records of those the checkpoint passes for good in this
+ * transaction are deleted; the last one's stays, its events may go on in the next batch.
+ */
+async function appliedInline(tx: DatabaseTransactionConnection, name: string, events: RecordedEvent[]): Promise<Set<bigint>> {
+  const transactions = [...new Set(events.map((event) => event.position.commit.toString()))];
+  const last = events[events.length - 1]!.position.commit.toString();
+  const rows = await tx.anyFirst(sql.type(z.object({ transaction_id: z.string() }))`
+    WITH applied AS (
+      SELECT transaction_id FROM projection_inline_transactions WHERE projection = ${name} AND transaction_id = ANY(${sql.array(transactions, 'int8')}::bigint[])),
+    passed AS (
+      DELETE FROM projection_inline_transactions WHERE projection = ${name} AND transaction_id IN (SELECT transaction_id FROM applied) AND transaction_id < ${last}::bigint)
+    SELECT transaction_id::text FROM applied`);
+  return new Set(rows.map(BigInt));
 }
 
 /**

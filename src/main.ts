@@ -104,15 +104,16 @@ export async function startService(options: {
   const notifications = createNotifications(connectionUri);
   // Other processes hear of this one before its first append (see peersListening).
   await notifications.ready();
-  const eventStore = withAppendMetrics(await createEventStore(config, db, notifications, eventRegistryOf(capabilities)), metrics);
   const encryptionKey = await resolveEncryptionKey(config);
   const auditSigner = await resolveAuditSigner(config);
   const projections = [
     ...allProjections(capabilities, { encryptionKey, audit: { signer: auditSigner, checkpointEveryEvents: config.AUDIT_CHECKPOINT_EVERY_EVENTS } }),
     ...(options.extraProjections ?? []),
   ];
+  const eventStore = withAppendMetrics(await createEventStore(config, db, notifications, eventRegistryOf(capabilities), projections), metrics);
 
-  const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands);
+  // Read models the store applies in the appending transaction are current when an append returns.
+  const awaitedProjections = projections.filter((projection) => projection.awaitedByCommands && !eventStore.inlineProjections.includes(projection.name));
   const waitForProjections = createProjectionWaiter({
     pool: db.slonik,
     notifications,
@@ -134,7 +135,9 @@ export async function startService(options: {
       eventStore,
       waitForProjections: async (position, eventTypes) => {
         // When no projection runs in this process or elsewhere, the bounded wait simply times out.
-        if (!(await waitForProjections(position, projectionsHandling(eventTypes)))) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
+        const caughtUp = await waitForProjections(position, projectionsHandling(eventTypes));
+        if (!caughtUp) logger.warn({ position: `${position.commit}/${position.prepare}` }, 'read models lag behind a command');
+        return caughtUp;
       },
       personalData: { db: db.slonik, encryptionKey },
     },

@@ -5,15 +5,22 @@
 // blanks it here: the patient's rows keep ids and versions only (reads answer 410), their search values
 // and versions go. An event whose patient's key is already gone (a lagging runner, a rebuild) is written
 // as erased straight away. A deleted resource keeps its row, without content, marked deleted.
+// Inline (applied in the appending transaction, src/event-store/postgres.ts): a command's resources are
+// readable, and their unique e-mails, when it answers. Applied late or again (KurrentDB, a retried
+// parked event), a version older than the row's changes nothing but its history.
 import type { KeyObject } from 'node:crypto';
 import { sql } from 'slonik';
+import { z } from 'zod';
 import { dataKeys, emailBlindIndex, openPersonal } from '../../src/crypto/personal-data.ts';
 import type { Projection } from '../../src/event-store/projection.ts';
 import { sealContext, type ClinicalResourceEvent, type FhirJson, type FhirResourceType, type PatientEvent } from '../../src/patients/events.ts';
 import { withMeta } from './queries.ts';
 import { indexValues } from './search-parameters.ts';
 
-type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; patientId: string; resource: FhirJson | null; deleted: boolean; erased: boolean };
+type Row = { employerId: string; type: FhirResourceType; id: string; version: number; at: string; createdAt: string; patientId: string; resource: FhirJson | null; deleted: boolean; erased: boolean };
+
+/** Resources written by one apply from which the tables' statistics are gathered again in it. */
+const ANALYZE_AFTER_ROWS = 1000;
 
 /** Rows written as a later version: only these can have search values to replace. */
 const isUpdate = (row: Row) => row.version > 1;
@@ -24,6 +31,7 @@ export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
     tables: ['fhir_resources', 'fhir_search_values', 'fhir_resource_versions'],
     eventTypes: ['PatientRegistered', 'PatientUpdated', 'PatientErased', 'ClinicalResourceCreated', 'ClinicalResourceUpdated', 'ClinicalResourceDeleted'],
     awaitedByCommands: true,
+    inline: true,
     async apply(tx, events) {
       // The data keys of every patient in the batch, per employer, in one query each.
       const keysByEmployer = new Map<string, Map<string, KeyObject | null>>();
@@ -54,31 +62,44 @@ export function fhirResourcesProjection(encryptionKey: KeyObject): Projection {
         const deleted = event.type === 'ClinicalResourceDeleted';
         const content = key && !deleted ? openPersonal<FhirJson>(event.data.sealed, key, sealContext(employerId, type, id)) : null;
         const resource = content && withMeta(type, id, version, at, content);
-        const row = { employerId, type, id, version, at, patientId: event.data.patientId, resource, deleted, erased: !key };
-        rows.set(`${employerId}/${type}/${id}`, row);
+        const rowKey = `${employerId}/${type}/${id}`;
+        // Created when its first version in the batch was (a row that exists keeps its own).
+        const createdAt = rows.get(rowKey)?.createdAt ?? at;
+        const row = { employerId, type, id, version, at, createdAt, patientId: event.data.patientId, resource, deleted, erased: !key };
+        rows.set(rowKey, row);
         if (key) versions.push(row);
       }
       await writeRows(tx, [...rows.values()], encryptionKey);
       await writeVersions(tx, versions);
       if (erased.length > 0) await eraseRows(tx, erased);
+      // A large write (a cohort upload, applied inline) leaves the planner's statistics far off until
+      // autovacuum comes: searches right after it were planned as nested scans and ran into the
+      // statement timeout (503). Fresh ones commit with the rows.
+      if (rows.size >= ANALYZE_AFTER_ROWS) await tx.query(sql.unsafe`ANALYZE fhir_resources, fhir_search_values`);
     },
   };
 }
 
-async function writeRows(tx: Parameters<Projection['apply']>[0], rows: Row[], encryptionKey: KeyObject) {
-  if (rows.length === 0) return;
-  const column = <T,>(pick: (row: Row) => T) => rows.map(pick);
-  await tx.query(sql.unsafe`
+async function writeRows(tx: Parameters<Projection['apply']>[0], batch: Row[], encryptionKey: KeyObject) {
+  if (batch.length === 0) return;
+  const column = <T,>(pick: (row: Row) => T) => batch.map(pick);
+  const written = await tx.anyFirst(sql.type(z.object({ key: z.string() }))`
     INSERT INTO fhir_resources (employer_id, resource_type, id, version_id, created_at, last_updated, patient_id, resource, erased, deleted)
-    SELECT e, t, i, v, a, a, p, r::jsonb, x.erased, x.deleted
+    SELECT e, t, i, v, c, a, p, r::jsonb, x.erased, x.deleted
     FROM unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[],
                 ${sql.array(column((r) => r.id), 'text')}::text[], ${sql.array(column((r) => r.version), 'int4')}::int[],
-                ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.patientId), 'text')}::text[],
+                ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.createdAt), 'timestamptz')}::timestamptz[],
+                ${sql.array(column((r) => r.patientId), 'text')}::text[],
                 ${sql.array(column((r) => (r.resource ? JSON.stringify(r.resource) : null)), 'text')}::text[],
-                ${sql.array(column((r) => r.erased), 'bool')}::bool[], ${sql.array(column((r) => r.deleted), 'bool')}::bool[]) AS x(e, t, i, v, a, p, r, erased, deleted)
+                ${sql.array(column((r) => r.erased), 'bool')}::bool[], ${sql.array(column((r) => r.deleted), 'bool')}::bool[]) AS x(e, t, i, v, a, c, p, r, erased, deleted)
     ON CONFLICT (employer_id, resource_type, id) DO UPDATE
       SET version_id = excluded.version_id, last_updated = excluded.last_updated, patient_id = excluded.patient_id,
-          resource = excluded.resource, erased = excluded.erased, deleted = excluded.deleted`);
+          resource = excluded.resource, erased = excluded.erased, deleted = excluded.deleted
+      WHERE fhir_resources.version_id < excluded.version_id
+    RETURNING employer_id || '/' || resource_type || '/' || id AS key`);
+  // Only the rows written: an older version than the row's has no search values to give.
+  const keys = new Set(written);
+  const rows = batch.filter((row) => keys.has(`${row.employerId}/${row.type}/${row.id}`));
   // One resource at a time, by its index: a join with the batch could be planned as a scan of the
   // whole table while it has no statistics yet (right after a large upload).
   for (const row of rows.filter(isUpdate)) {
@@ -103,7 +124,8 @@ async function writeVersions(tx: Parameters<Projection['apply']>[0], versions: R
     SELECT * FROM unnest(${sql.array(column((r) => r.employerId), 'text')}::text[], ${sql.array(column((r) => r.type), 'text')}::text[],
                          ${sql.array(column((r) => r.id), 'text')}::text[], ${sql.array(column((r) => r.version), 'int4')}::int[],
                          ${sql.array(column((r) => r.at), 'timestamptz')}::timestamptz[], ${sql.array(column((r) => r.patientId), 'text')}::text[],
-                         ${sql.array(column((r) => r.deleted), 'bool')}::bool[])`);
+                         ${sql.array(column((r) => r.deleted), 'bool')}::bool[])
+    ON CONFLICT DO NOTHING`);
 }
 
 /** Blanks an erased patient's resources, keeping ids and versions, and drops their search values and history. */

@@ -14,6 +14,8 @@ export const patientsProjection: Projection = {
   tables: ['cohorts', 'cohort_members'],
   eventTypes: ['CohortUploaded', 'PatientRegistered', 'PatientUpdated', 'PatientErased'],
   awaitedByCommands: true,
+  // Applied in the appending transaction, as fhir-resources is: an upload's cohort is there when it answers.
+  inline: true,
   async apply(tx, events) {
     let members: Member[] = [];
     for (const recorded of events) {

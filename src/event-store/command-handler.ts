@@ -29,8 +29,11 @@ export function employerOf(context: CommandContext): string {
 
 export type CommandDeps = {
   eventStore: EventStore;
-  /** Resolves once the read models that handle `eventTypes` have applied events up to `position` (bounded wait). */
-  waitForProjections: (position: Position, eventTypes: readonly string[]) => Promise<void>;
+  /**
+   * Resolves once the read models that handle `eventTypes` have applied events up to `position`
+   * (bounded wait): true when they did, false when the wait timed out (the write stands).
+   */
+  waitForProjections: (position: Position, eventTypes: readonly string[]) => Promise<boolean>;
 };
 
 /** One command on one stream. */
@@ -102,12 +105,13 @@ export type CommandPlan<Result> = { commands: readonly AnyStreamCommand[]; resul
 /**
  * A multi-stream command whose commands are planned from read models (which streams to write, at which
  * revisions): `plan` is made again before every attempt, so a concurrent writer's conflict, or a
- * stream no longer as the plan read it (`asPlanned`), is planned again on fresher reads.
+ * stream no longer as the plan read it (`asPlanned`), is planned again on fresher reads. `readable`:
+ * false when the read models did not catch up within the wait (the write stands; the caller may say so).
  */
 export async function handlePlannedCommands<Result>(
   deps: CommandDeps,
   plan: () => Promise<CommandPlan<Result>>,
-): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string }> {
+): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string; readable: boolean }> {
   // Its events' metadata carries this span's context, so what they cause joins the command's trace.
   return inSpan('command', {}, async (span) => {
     const outcome = await decideAndAppend(deps, plan);
@@ -119,7 +123,7 @@ export async function handlePlannedCommands<Result>(
 async function decideAndAppend<Result>(
   deps: CommandDeps,
   plan: () => Promise<CommandPlan<Result>>,
-): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string }> {
+): Promise<{ result: Result; results: { newEvents: DomainEvent[]; state: unknown }[]; position: Position | null; occurredAt: string; readable: boolean }> {
   const { eventStore } = deps;
   // The correlation of commands whose context names none: one for every attempt.
   let fallbackCorrelationId: string | undefined;
@@ -156,11 +160,11 @@ async function decideAndAppend<Result>(
           },
         ];
       });
-      if (appends.length === 0) return { result, results, position: null, occurredAt };
+      if (appends.length === 0) return { result, results, position: null, occurredAt, readable: true };
       try {
         const { position } = await inSpan('event-store append', { attributes: { 'event_store.streams': appends.length } }, () => eventStore.appendToStreams(appends));
-        await deps.waitForProjections(position, [...new Set(decisions.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
-        return { result, results, position, occurredAt };
+        const readable = await deps.waitForProjections(position, [...new Set(decisions.flatMap(({ newEvents }) => newEvents.map((event) => event.type)))]);
+        return { result, results, position, occurredAt, readable };
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
       }

@@ -76,6 +76,7 @@ export function createKurrentDbEventStore(connectionString: string, registry: Ev
   };
 
   const store: EventStore = {
+    inlineProjections: [],
     async appendToStream(streamName, events, { expectedRevision, metadata }) {
       assertAppendable(streamName, events, metadata);
       const encoded = encode(events, metadata, false);

@@ -88,6 +88,12 @@ export type ReadAllOptions = {
 export type Subscription = { stop(): Promise<void> };
 
 export interface EventStore {
+  /**
+   * Projections this store applies in the appending transaction itself (`inline` ones; Postgres
+   * only): their read models are current when an append returns, so commands do not wait for them.
+   * KurrentDB shares no transaction with the read models: none, the runner applies them and commands wait.
+   */
+  readonly inlineProjections: readonly string[];
   appendToStream(
     streamName: string,
     events: NewEvent[],

@@ -2,19 +2,26 @@
 // table, the append function and the append-only triggers. It speaks plain `pg` on a pool of its own:
 // appends are the write path of every command, and slonik's per-query work (token building, result
 // validation) cost about two thirds of append throughput in `npm run bench -- event-store`.
+// Appends of events an inline projection reads are the exception: they run in a slonik transaction
+// that also applies those projections (src/event-store/projection.ts, `inline`).
 import { setTimeout as pauseUnlessAborted } from 'node:timers/promises';
 import type pg from 'pg';
+import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { v7 as uuidv7 } from 'uuid';
 import type { Notifications } from '../db/notifications.ts';
+import { handlesEventType, type Projection } from './projection.ts';
 import type { EventRegistry } from './schemas.ts';
 import {
   WrongExpectedRevisionError,
   START,
+  comparePositions,
   formatPosition,
   assertAppendableTogether,
   tenantOfStream,
+  type AppendMetadata,
   type AppendResult,
   type MultiStreamAppendResult,
+  type NewEvent,
   type StreamAppend,
   type EventMetadata,
   type EventStore,
@@ -64,7 +71,7 @@ export const APPEND_SQL = `
   FROM stream, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[]) WITH ORDINALITY AS e(event_id, type, data, metadata, ordinality)
   WHERE $3::bigint = -1 OR ($3::bigint = -2 AND stream.revision IS NULL) OR stream.revision = $3::bigint
   ORDER BY e.ordinality
-  RETURNING stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text`;
+  RETURNING event_id, stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text, recorded_at`;
 
 /**
  * APPEND_SQL for several streams at once, all or nothing: per stream $1 names, $2 tenants, $3
@@ -86,21 +93,35 @@ export const MULTI_STREAM_APPEND_SQL = `
     JOIN streams s ON s.number = e.stream_number
   WHERE (SELECT bool_and(coalesce(expected = -1 OR (expected = -2 AND revision IS NULL) OR revision = expected, false)) FROM streams)
   ORDER BY e.ordinality
-  RETURNING stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text`;
+  RETURNING event_id, stream_name, stream_revision::text AS revision, global_position::text, transaction_id::text, recorded_at`;
 
-/** The statement and parameters appending `appends`, each event validated by its schema first (InvalidEventError). */
-export function appendStatement(appends: StreamAppend[], registry: EventRegistry): { name: string; text: string; values: unknown[] } {
+/** An appended event as encoded by its schema, with the id and metadata it is written with. */
+type EncodedAppend = { eventId: string; type: string; data: Record<string, unknown>; metadata: EventMetadata };
+
+/**
+ * The statement and parameters appending `appends`, each event validated by its schema first
+ * (InvalidEventError), and the events as encoded (what inline projections are given), by id.
+ */
+export function appendStatement(appends: StreamAppend[], registry: EventRegistry): { name: string; text: string; values: unknown[]; encoded: Map<string, EncodedAppend> } {
+  const encoded = new Map<string, EncodedAppend>();
+  const encode = (event: NewEvent, metadata: AppendMetadata) => {
+    const { type, data, schemaVersion } = registry.encode(event);
+    const eventId = uuidv7();
+    encoded.set(eventId, { eventId, type, data, metadata: { ...metadata, schemaVersion } });
+    return { eventId, type, data, schemaVersion };
+  };
   if (appends.length === 1) {
     const [{ streamName, events: newEvents, expectedRevision, metadata }] = appends as [StreamAppend];
-    const events = newEvents.map(registry.encode);
+    const events = newEvents.map((event) => encode(event, metadata));
     return {
       name: 'events.append',
       text: APPEND_SQL,
+      encoded,
       values: [
         streamName,
         tenantOfStream(streamName),
         encodeExpected(expectedRevision).toString(),
-        events.map(() => uuidv7()),
+        events.map((event) => event.eventId),
         events.map((event) => event.type),
         events.map((event) => JSON.stringify(event.data)),
         events.map((event) => JSON.stringify({ ...metadata, schemaVersion: event.schemaVersion })),
@@ -108,11 +129,12 @@ export function appendStatement(appends: StreamAppend[], registry: EventRegistry
     };
   }
   const events = appends.flatMap((append, index) =>
-    append.events.map((event, place) => ({ ...registry.encode(event), metadata: append.metadata, streamNumber: index + 1, place: place + 1 })),
+    append.events.map((event, place) => ({ ...encode(event, append.metadata), metadata: append.metadata, streamNumber: index + 1, place: place + 1 })),
   );
   return {
     name: 'events.append-to-streams',
     text: MULTI_STREAM_APPEND_SQL,
+    encoded,
     values: [
       appends.map((append) => append.streamName),
       appends.map((append) => tenantOfStream(append.streamName)),
@@ -120,7 +142,7 @@ export function appendStatement(appends: StreamAppend[], registry: EventRegistry
       events.map((event) => JSON.stringify({ ...event.metadata, schemaVersion: event.schemaVersion })),
       events.map((event) => event.streamNumber),
       events.map((event) => event.place),
-      events.map(() => uuidv7()),
+      events.map((event) => event.eventId),
       events.map((event) => event.type),
       events.map((event) => JSON.stringify(event.data)),
     ],
@@ -143,7 +165,10 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
   };
 }
 
-export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications, registry: EventRegistry): EventStore {
+/** What an inline projection needs: the read models' pool, whose transaction appends and applies together. */
+export type InlineProjections = { db: DatabasePool; projections: readonly Projection[] };
+
+export function createPostgresEventStore(pool: pg.Pool, notifications: Notifications, registry: EventRegistry, inline: InlineProjections | null = null): EventStore {
   // A page of events below the read horizon, and whether committed events wait beyond it: an older
   // transaction (in any database of the cluster) still runs, and events committed after it started
   // stay invisible until it ends, since they may have taken later positions than its own. The newest
@@ -244,13 +269,25 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
   const listenForOthers = () =>
     (listeningForOthers ??= notifications.listen('events_appended', (payload) => payload !== instanceId && wakeSubscribers()));
 
+  // An append of events an inline projection reads runs in a transaction of the read models' pool
+  // (the projections speak slonik), which applies them and records that it did before it commits.
+  const inlineProjections = inline?.projections.filter((projection) => projection.inline) ?? [];
+  const appendInline = async (statement: ReturnType<typeof appendStatement>, projections: readonly Projection[]): Promise<AppendedRow[]> =>
+    inline!.db.transaction(async (tx) => {
+      const rows = (await tx.any(asSlonikQuery(statement))) as unknown as AppendedRow[];
+      if (rows.length > 0) await applyInline(tx, projections, rows, statement.encoded);
+      return rows;
+    });
+
   const appendToStreams = async (appends: StreamAppend[]): Promise<MultiStreamAppendResult> => {
     assertAppendableTogether(appends);
     // Named, so each connection prepares it once.
     const statement = appendStatement(appends, registry);
+    const types = new Set(appends.flatMap((append) => append.events.map((event) => event.type)));
+    const inlineHere = inlineProjections.filter((projection) => [...types].some((type) => handlesEventType(projection, type)));
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await pool.query<{ stream_name: string; revision: string; global_position: string; transaction_id: string }>(statement);
+        const rows = inlineHere.length > 0 ? await appendInline(statement, inlineHere) : (await pool.query<AppendedRow>(statement)).rows;
         if (rows.length === 0) throw WrongExpectedRevisionError.of(appends);
         announceAppend();
         const nextRevision = new Map(rows.map((row) => [row.stream_name, BigInt(row.revision)] as const));
@@ -269,6 +306,8 @@ export function createPostgresEventStore(pool: pg.Pool, notifications: Notificat
   };
 
   return {
+    inlineProjections: inlineProjections.map((projection) => projection.name),
+
     async appendToStream(streamName, events, { expectedRevision, metadata }): Promise<AppendResult> {
       const { nextExpectedRevisions, position } = await appendToStreams([{ streamName, events, expectedRevision, metadata }]);
       return { nextExpectedRevision: nextExpectedRevisions[0]!, position };
@@ -387,6 +426,49 @@ function encodeExpected(expected: ExpectedRevision): bigint {
 
 /** Another append took the same revision of the stream first. */
 function isConcurrentWriter(error: unknown): boolean {
-  const { code, constraint } = error as { code?: string; constraint?: string };
+  // Through slonik (an inline append), pg's error is the cause.
+  const { code, constraint } = ((error as { cause?: unknown }).cause ?? error) as { code?: string; constraint?: string };
   return code === '23505' && constraint === 'events_stream_revision_unique';
+}
+
+type AppendedRow = { event_id: string; stream_name: string; revision: string; global_position: string; transaction_id: string; recorded_at: Date | string };
+
+/** A pg statement ($n placeholders) as a slonik query with the same text and values. */
+function asSlonikQuery({ text, values }: { text: string; values: unknown[] }) {
+  const parts = text.split(/\$(\d+)/);
+  const strings = parts.filter((_, index) => index % 2 === 0);
+  // An array is bound as slonik's array token of the type it is cast to (`$4::uuid[]`).
+  const bound = parts.flatMap((part, index) => {
+    if (index % 2 === 0) return [];
+    const value = values[Number(part) - 1];
+    if (!Array.isArray(value)) return [value];
+    const memberType = /^::(\w+)\[\]/.exec(parts[index + 1] ?? '')?.[1];
+    if (!memberType) throw new Error(`An array parameter $${part} without an array cast`);
+    // slonik quotes the type's name: the SQL aliases need their canonical names.
+    return [sql.array(value, ({ bigint: 'int8', int: 'int4' } as Record<string, string>)[memberType] ?? memberType)];
+  });
+  // slonik accepts only what looks like a template literal: raw strings, frozen.
+  const template = Object.freeze(Object.assign([...strings], { raw: Object.freeze([...strings]) }));
+  return sql.unsafe(template, ...(bound as Parameters<typeof sql.unsafe>[1][]));
+}
+
+/**
+ * Applies the appended events to each inline projection, in order, in the appending transaction, and
+ * records the transaction as applied for each (the runner then skips its events). The events are the
+ * ones just encoded by their schemas: the shape a read would parse them into.
+ */
+async function applyInline(tx: DatabaseTransactionConnection, projections: readonly Projection[], rows: AppendedRow[], encoded: Map<string, EncodedAppend>) {
+  const events: RecordedEvent[] = rows
+    .map((row) => ({
+      ...encoded.get(row.event_id)!,
+      streamName: row.stream_name,
+      streamRevision: BigInt(row.revision),
+      position: { commit: BigInt(row.transaction_id), prepare: BigInt(row.global_position) },
+      recordedAt: new Date(row.recorded_at).toISOString(),
+    }))
+    .sort((a, b) => comparePositions(a.position, b.position));
+  for (const projection of projections) await projection.apply(tx, events.filter((event) => handlesEventType(projection, event.type)));
+  await tx.query(sql.unsafe`
+    INSERT INTO projection_inline_transactions (projection, transaction_id)
+    SELECT unnest(${sql.array(projections.map((projection) => projection.name), 'text')}::text[]), ${rows[0]!.transaction_id}::bigint`);
 }

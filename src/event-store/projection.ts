@@ -19,6 +19,13 @@ export type Projection<Event extends DomainEvent = DomainEvent> = {
   /** Read models a command waits for (read-your-writes). False for background consumers. */
   awaitedByCommands?: boolean;
   /**
+   * Applied by the Postgres event store in the transaction that appends its events, so a command's
+   * read model is current when it answers (and waits for nothing); the runner skips those events
+   * (projections/runner.ts). Its `apply` must also be right applied late or again (a version newer
+   * than the row's wins): with KurrentDB, events from before it became inline, a parked event retried.
+   */
+  inline?: boolean;
+  /**
    * For a background consumer that may lag: while events arrive one by one, the runner gathers them
    * this long and applies them in one batch, so it costs a few transactions a second however often
    * commands append (catch-up pages are applied at once). Unset: every wake-up is applied at once.

@@ -34,16 +34,17 @@ export type CohortResult = { cohortId: string; received: number; created: number
  * the `CohortUploaded` event. Patients are found by the blind index of their e-mail in the read model,
  * which may lag: the plan holds only while each updated patient is at the version the read model
  * showed and each new e-mail is claimed by nobody (else its patient exists already); when it does not,
- * it is made again (handlePlannedCommands).
+ * it is made again (handlePlannedCommands). `readable`: whether the read models it waited for caught
+ * up in time (PROJECTION_WAIT_TIMEOUT_MS); the upload is written either way.
  */
-export async function uploadCohort(ctx: AppContext, context: CommandContext, input: { rows: CohortRow[] }): Promise<CohortResult> {
+export async function uploadCohort(ctx: AppContext, context: CommandContext, input: { rows: CohortRow[] }): Promise<{ result: CohortResult; readable: boolean }> {
   const employerId = employerOf(context);
   const cohortId = randomUUID();
   const indexes = input.rows.map((row) => emailBlindIndex(ctx.encryptionKey, employerId, row.email));
   const newIds = input.rows.map(() => randomUUID());
   // Data keys of new patients, kept across plans (a key is created once per id).
   const newKeys = new Map<string, KeyObject>();
-  const { result } = await handlePlannedCommands(ctx.commands, async (): Promise<CommandPlan<CohortResult>> => {
+  const { result, readable } = await handlePlannedCommands(ctx.commands, async (): Promise<CommandPlan<CohortResult>> => {
     const existing = await patientsByEmailIndex(ctx.db.slonik, employerId, indexes);
     const created: { index: number; patient: FhirJson }[] = [];
     const updated: { index: number; patient: FhirJson; id: string; version: number }[] = [];
@@ -87,7 +88,7 @@ export async function uploadCohort(ctx: AppContext, context: CommandContext, inp
     ];
     return { commands, result };
   });
-  return result;
+  return { result, readable };
 }
 
 /** The one e-mail a Patient may carry (its identity in the employer), or null. */

@@ -20,7 +20,7 @@ export const SCIM_READ_MODELS = ['tenants', 'scim-groups', 'audit'];
 
 export function createScimWriter(ctx: AppContext): ScimWriter {
   return {
-    deps: { ...ctx.commands, waitForProjections: async () => {} },
+    deps: { ...ctx.commands, waitForProjections: async () => true },
     async awaitReadModels(position, alsoReadModels = []) {
       if (!(await ctx.waitForReadModels(position, [...SCIM_READ_MODELS, ...alsoReadModels]))) {
         ctx.logger.warn({ position: `${position.commit}/${position.prepare}` }, 'SCIM read models lag behind a command');

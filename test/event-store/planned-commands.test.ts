@@ -25,7 +25,7 @@ describe('handlePlannedCommands', () => {
   let deps: CommandDeps;
   beforeAll(async () => {
     database = await createTestDatabase();
-    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, storeTestEventRegistry), waitForProjections: async () => {} };
+    deps = { eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, storeTestEventRegistry), waitForProjections: async () => true };
   });
   afterAll(async () => database?.cleanup());
 

@@ -106,7 +106,7 @@ describe('SCIM writes are atomic', () => {
     const tenant = await scimTenant(service);
     await secondAdministrator(service, tenant);
     // Created without waiting for any read model: the api_keys row may not exist yet.
-    const unhurried = { ...service.ctx, commands: { ...service.ctx.commands, waitForProjections: async () => {} } };
+    const unhurried = { ...service.ctx, commands: { ...service.ctx.commands, waitForProjections: async () => true } };
     const context = { tenantId: tenant.employerId, actor: { type: 'user', id: tenant.adminUserId } } as const;
     const input = { name: 'moment', scopes: [PROBE_SCOPE], allowedIpCidrs: [], expiresAt: null, rateLimitPerMinute: null, createdBy: tenant.adminUserId };
     const { keyId, rawKey } = await createApiKeyCommand(unhurried, context, { ...input, now: Date.now() });

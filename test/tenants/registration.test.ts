@@ -20,7 +20,7 @@ describe('user registration and e-mail changes', () => {
     database = await createTestDatabase();
     deps = {
       eventStore: createPostgresEventStore(database.db.eventStore, database.notifications, serviceEventRegistry),
-      waitForProjections: async () => {},
+      waitForProjections: async () => true,
       personalData: { db: database.db.slonik, encryptionKey: createSecretKey(randomBytes(32)) },
     };
   });

@@ -91,7 +91,7 @@ describe('upcasting WebhookSubscriptionDeactivated from version 1 to 2', () => {
     // Recording an exhausted delivery again, through the command handler: it folds the parsed stream.
     const recordAgain = async (webhookId: string) =>
       handleCommand(
-        { eventStore: store, waitForProjections: async () => {} },
+        { eventStore: store, waitForProjections: async () => true },
         { streamName: webhookStream(employerId, webhookId), decider: webhookDecider, command: { type: 'RecordDeliveryExhausted', deliveryId: 'd1' }, context: { tenantId: employerId, actor: metadata.actor } },
       );
     const [fromV1, fromV2] = [await recordAgain('whk_v1'), await recordAgain('whk_v2')];

@@ -14,6 +14,8 @@ import { uploadCohort } from '../commands.ts';
 
 const tags = ['Patients'];
 const COHORT_UPLOAD_URL = '/api/employer/upload-cohort';
+/** An upload answered before its read models caught up: they usually do within a second or two. */
+const NOT_YET_READABLE_RETRY_AFTER_SECONDS = 1;
 /** The body, the `patients` array and each row with its six fields at most. */
 export const COHORT_JSON_VALUES_MAX = 2 + MAX_COHORT_ROWS * 7;
 
@@ -74,7 +76,9 @@ export function cohortRoutes(): RoutePlugin {
         'Every row is checked first: any invalid row, or an e-mail given twice, is a 400 VALIDATION_ERROR whose `errors` list `{ index, field, path, message }` ' +
         'for every bad row, and nothing is written. A patient is identified by e-mail (case-insensitive) within the employer; rows equal to the stored patient ' +
         'count as unchanged, so uploading the same file twice changes nothing. Sends the webhook event cohort.uploaded with this summary as data. ' +
-        'A new patient\'s e-mail in a domain another employer has verified (/api/employer/email-domains) is 409 EMAIL_UNAVAILABLE, its `errors` listing those rows; nothing is written.',
+        'A new patient\'s e-mail in a domain another employer has verified (/api/employer/email-domains) is 409 EMAIL_UNAVAILABLE, its `errors` listing those rows; nothing is written. ' +
+        '201 comes once every row can be read (roster, FHIR, cohort). 202 (the same body, `Location` the cohort, `Retry-After`) when the upload is written but its read models did ' +
+        'not catch up within the service\'s wait: poll `Location` until 200; do not upload again for it (uploading the same file again would change nothing anyway).',
       tags,
       auth: { modes: ['apiKey', 'session'], scope: 'cohort:write' },
       // Rows are checked one by one in the handler (to list every bad row): the array is typed loosely
@@ -91,13 +95,17 @@ export function cohortRoutes(): RoutePlugin {
       // scanned, before anything is parsed, and no body holds more values than 10,000 full rows.
       bodyBudget: { values: COHORT_JSON_VALUES_MAX, items: { field: 'patients', max: MAX_COHORT_ROWS, refuse: cohortTooLarge } },
       idempotent: true,
-      responses: { 201: { description: 'What the upload did', schema: cohortResult } },
+      responses: {
+        201: { description: 'What the upload did; every row readable', schema: cohortResult },
+        202: { description: 'What the upload did; written, not yet readable everywhere: poll Location (the cohort)', schema: cohortResult },
+      },
       handler: async ({ body, principal, request, reply }) => {
         // The scan already refused this unless the body spelled `patients` with escapes.
         if (body.patients.length > MAX_COHORT_ROWS) throw cohortTooLarge(MAX_COHORT_ROWS);
         const rows = validateRows(body.patients);
-        const result = await uploadCohort(ctx, commandContextOf(principal, request.id), { rows });
-        reply.status(201);
+        const { result, readable } = await uploadCohort(ctx, commandContextOf(principal, request.id), { rows });
+        if (readable) reply.status(201);
+        else reply.status(202).header('location', `/api/employer/cohorts/${result.cohortId}`).header('retry-after', String(NOT_YET_READABLE_RETRY_AFTER_SECONDS));
         return result;
       },
     });
