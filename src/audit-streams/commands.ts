@@ -76,7 +76,11 @@ export async function updateAuditStream(
     ...(token === undefined ? {} : { sealedSecret: encryptSecret(token, ctx.encryptionKey, streamId) }),
     ...(status === undefined ? {} : { status }),
   });
-  if (result.newEvents.length > 0) await queueStreamRun(ctx.db.slonik, { streamId, employerId: employerOf(context), mode: 'replace' });
+  // The run reads once the audit read models have this change's own entry (a resume's above all):
+  // the kick of that entry may come before the stream is active in its read model, and find nothing to queue.
+  if (result.newEvents.length > 0) {
+    await queueStreamRun(ctx.db.slonik, { streamId, employerId: employerOf(context), mode: 'replace', ...(result.position ? { after: result.position } : {}) });
+  }
 }
 
 /** Nothing more is sent; a run is queued to remove the stream's cursor. */
