@@ -8,7 +8,7 @@ import { csvLine, CSV_LINE_END, type CsvColumn } from '../../src/db/csv.ts';
 import { prefetchedPages, type Keyset } from '../../src/http/page.ts';
 import { auditConditions, auditEntry, auditEntryColumns, auditEntryOf, auditEntryRow, type AuditFilters } from './queries.ts';
 
-export const AUDIT_EXPORT_PAGE_ROWS = 1000;
+export const AUDIT_EXPORT_PAGE_ROWS = 5000;
 
 /** An entry's seal in the employer's audit chain (projections/audit-chain/). */
 export const auditChainSeal = z.object({
