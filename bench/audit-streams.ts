@@ -9,7 +9,7 @@
 // (b) Commit-to-delivery latency at a steady 50 audited events/s to one stream.
 //   npm run bench -- audit-streams [backlog entries=20000] [steady seconds=10]
 import { randomUUID } from 'node:crypto';
-import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { isMainThread } from 'node:worker_threads';
 import { Pool } from 'undici';
 import type { StreamedAuditEntry } from '../projections/audit-streams/entries.ts';
 import { createAuditStreamsCapability } from '../src/audit-streams/capability.ts';
@@ -19,35 +19,21 @@ import { buildBatchRequest } from '../src/audit-streams/presets.ts';
 import { capabilities } from '../src/capabilities.ts';
 import { generateSigningSecret } from '../src/crypto/webhook-signature.ts';
 import type { Position } from '../src/event-store/port.ts';
-import { startHttpsReceiver } from '../test/support/https-receiver.ts';
-import { percentile, startBenchService } from './support.ts';
+import type { ReceivedRequest } from '../test/support/https-receiver.ts';
+import { percentile, serveReceipts, startBenchService, startReceiverThread } from './support.ts';
 
 type Receipt = { run: string; seq: number; at: number };
 const BATCH_ENTRIES = 500;
 
-if (!isMainThread) await runReceiver();
+if (!isMainThread) await serveReceipts(entriesReceived);
 
-/** The receiver thread: answers 200 and reports (run, seq, time) of every entry (its target id is `<run>-<seq>`) when asked. */
-async function runReceiver() {
-  const receipts: Receipt[] = [];
-  const receiver = await startHttpsReceiver();
-  receiver.respondWith((request) => {
-    const at = Date.now();
-    for (const line of request.body.split('\n')) {
-      if (line === '') continue;
-      const target = (JSON.parse(line) as { target: { id: string } | null }).target?.id ?? '';
-      const match = /^bench-(\w+)-(\d+)$/.exec(target);
-      if (match) receipts.push({ run: match[1]!, seq: Number(match[2]), at });
-    }
-    request.rawBody = Buffer.alloc(0);
-    request.body = '';
-    return { status: 200 };
+/** The receiver thread's receipt of a batch: (run, seq, time) of every entry (its target id is `bench-<run>-<seq>`). */
+function entriesReceived(request: ReceivedRequest): Receipt[] {
+  const at = Date.now();
+  return request.body.split('\n').flatMap((line) => {
+    const match = line === '' ? null : /^bench-(\w+)-(\d+)$/.exec((JSON.parse(line) as { target: { id: string } | null }).target?.id ?? '');
+    return match ? [{ run: match[1]!, seq: Number(match[2]), at }] : [];
   });
-  parentPort!.on('message', async (message: 'report' | 'close') => {
-    if (message === 'report') parentPort!.postMessage({ receipts });
-    else await receiver.close().then(() => process.exit(0));
-  });
-  parentPort!.postMessage({ url: receiver.url, ca: receiver.ca });
 }
 
 /** `entries` entries in batches of BATCH_ENTRIES, POSTed one at a time as a stream sends them; entries per second. */
@@ -80,13 +66,8 @@ export default async function auditStreamsBench(args: string[]) {
   const steadySeconds = Number(args[1] ?? 10);
   const steadyRate = 50;
 
-  const thread = new Worker(new URL(import.meta.url));
-  const { url, ca } = await new Promise<{ url: string; ca: string }>((resolve) => thread.once('message', resolve));
-  const receipts = () =>
-    new Promise<Receipt[]>((resolve) => {
-      thread.once('message', (message: { receipts: Receipt[] }) => resolve(message.receipts));
-      thread.postMessage('report');
-    });
+  const thread = await startReceiverThread<Receipt>(import.meta.url);
+  const { url, ca, receipts } = thread;
   const service = await startBenchService({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', AUDIT_STREAM_BATCH_MAX_ENTRIES: String(BATCH_ENTRIES) },
     roles: ['projections', 'worker'],
@@ -152,6 +133,6 @@ export default async function auditStreamsBench(args: string[]) {
     console.log(`    commit-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`);
   } finally {
     await service.stopAll();
-    thread.postMessage('close');
+    thread.close();
   }
 }

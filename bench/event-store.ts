@@ -30,7 +30,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { auditChainSealingBench } from './audit-chain.ts';
 import { percentile, startBenchDatabase, startBenchService, startCpuClock, runConcurrently } from './support.ts';
 import { cohortUploadBench } from './cohort-upload.ts';
-import { CONCURRENCY as PEER_CONCURRENCY, READ_ALL_EVENTS, STREAM_EVENTS, peerScript, type RoundResult } from './workers/event-store-peer.ts';
+import { CONCURRENCY as PEER_CONCURRENCY, eventMetadata, READ_ALL_EVENTS, STREAM_EVENTS, peerScript, type RoundResult } from './workers/event-store-peer.ts';
 
 const CONCURRENCY = 16;
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
@@ -46,14 +46,6 @@ export default async function eventStoreBench(args: string[] = []): Promise<void
   const { eventStore, db } = service.ctx;
   try {
     await db.slonik.query(sql.unsafe`CREATE TABLE bench_plain_inserts (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, data jsonb NOT NULL)`);
-    const metadata = (tenantId: string) => ({
-      tenantId,
-      actor: { type: 'system' as const, id: 'bench' },
-      correlationId: randomUUID(),
-      causationId: null,
-      schemaVersion: 1,
-      occurredAt: new Date().toISOString(),
-    });
 
     // Warm both paths so neither pays for connection set-up in the measurement.
     await runConcurrently(CONCURRENCY, 500, async () => void (await db.eventStore.query('SELECT 1')));
@@ -67,7 +59,7 @@ export default async function eventStoreBench(args: string[] = []): Promise<void
       const employerId = `${worker}-${i}`;
       await eventStore.appendToStream(`tenant-${tenantId}.employer-${randomUUID()}`, [{ type: 'EmployerCreated', data: { employerId, name: 'Acme', createdAt: new Date().toISOString() } }], {
         expectedRevision: 'no_stream',
-        metadata: metadata(tenantId),
+        metadata: eventMetadata(tenantId),
       });
     });
     console.log(`(a) append, ${CONCURRENCY} concurrent clients, ${DURATION_MS / 1000} s each`);
@@ -89,7 +81,7 @@ export default async function eventStoreBench(args: string[] = []): Promise<void
       personal: { sealed: sealProfileFields(profile, createSecretKey(randomBytes(32)), 'emp1', 'u1') },
     };
     const stored: RecordedEvent = {
-      eventId: randomUUID(), type: 'UserRegistered', data: registered, metadata: { ...metadata('emp1'), schemaVersion: 2 },
+      eventId: randomUUID(), type: 'UserRegistered', data: registered, metadata: { ...eventMetadata('emp1'), schemaVersion: 2 },
       streamName: 'tenant-emp1.user-u1', streamRevision: 0n, position: START, recordedAt: new Date().toISOString(),
     };
     const encodeMicros = perEventMicros(100_000, () => registry.encode({ type: 'UserRegistered', data: registered }));

@@ -3,11 +3,13 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker, parentPort } from 'node:worker_threads';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 import type { Capability } from '../src/capability.ts';
 import { startService, type Role, type Service } from '../src/main.ts';
+import { startHttpsReceiver, type ReceivedRequest } from '../test/support/https-receiver.ts';
 import { freePort } from '../test/support/ports.ts';
 
 export { freePort };
@@ -185,4 +187,42 @@ export async function drain(response: Response): Promise<number> {
   let bytes = 0;
   for await (const chunk of response.body!) bytes += (chunk as Uint8Array).byteLength;
   return bytes;
+}
+
+/**
+ * The thread side of a bench's HTTPS receiver (127.0.0.1, self-signed), run in a worker thread so it
+ * shares no event loop with the service: answers 200 to everything, keeps what `record` takes from each
+ * request (and drops the request's body: memory stays flat over long runs), and answers the main
+ * thread's `report` with the receipts so far and `close` by closing.
+ */
+export async function serveReceipts<Receipt>(record: (request: ReceivedRequest) => Receipt[]): Promise<void> {
+  const receipts: Receipt[] = [];
+  const receiver = await startHttpsReceiver();
+  receiver.respondWith((request) => {
+    receipts.push(...record(request));
+    request.rawBody = Buffer.alloc(0);
+    request.body = '';
+    return { status: 200 };
+  });
+  parentPort!.on('message', async (message: 'report' | 'close') => {
+    if (message === 'report') parentPort!.postMessage({ receipts });
+    else await receiver.close().then(() => process.exit(0));
+  });
+  parentPort!.postMessage({ url: receiver.url, ca: receiver.ca });
+}
+
+/** The main side: starts `moduleUrl` (whose thread calls serveReceipts) in a worker thread. */
+export async function startReceiverThread<Receipt>(moduleUrl: string | URL) {
+  const thread = new Worker(new URL(moduleUrl));
+  const { url, ca } = await new Promise<{ url: string; ca: string }>((resolve) => thread.once('message', resolve));
+  return {
+    url,
+    ca,
+    receipts: () =>
+      new Promise<Receipt[]>((resolve) => {
+        thread.once('message', (message: { receipts: Receipt[] }) => resolve(message.receipts));
+        thread.postMessage('report');
+      }),
+    close: () => thread.postMessage('close'),
+  };
 }

@@ -7,43 +7,28 @@
 // getting the request).
 //   npm run bench -- webhooks-fanout [events=1000] [subscriptions=10]
 import { randomUUID } from 'node:crypto';
-import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { isMainThread } from 'node:worker_threads';
 import { capabilities } from '../src/capabilities.ts';
 import { createWebhooksCapability } from '../src/webhooks/capability.ts';
 import { createWebhook } from '../src/webhooks/commands.ts';
-import { startHttpsReceiver } from '../test/support/https-receiver.ts';
-import { percentile, startBenchService } from './support.ts';
+import type { ReceivedRequest } from '../test/support/https-receiver.ts';
+import { percentile, serveReceipts, startBenchService, startReceiverThread } from './support.ts';
 
 /** authorizationId and arrival time of one delivery. */
 type Receipt = [string, number];
 
-if (!isMainThread) await runReceiver();
+if (!isMainThread) await serveReceipts(deliveryReceived);
 
-async function runReceiver() {
-  const receipts: Receipt[] = [];
-  const receiver = await startHttpsReceiver();
-  receiver.respondWith((request) => {
-    receipts.push([(JSON.parse(request.body) as { data: { authorizationId: string } }).data.authorizationId, Date.now()]);
-    request.rawBody = Buffer.alloc(0); // keep memory flat
-    return { status: 200 };
-  });
-  parentPort!.on('message', async (message: 'report' | 'close') => {
-    if (message === 'report') parentPort!.postMessage(receipts);
-    else await receiver.close().then(() => process.exit(0));
-  });
-  parentPort!.postMessage({ url: receiver.url, ca: receiver.ca });
+/** The receiver thread's receipt of a delivery: its authorization's id and time. */
+function deliveryReceived(request: ReceivedRequest): Receipt[] {
+  return [[(JSON.parse(request.body) as { data: { authorizationId: string } }).data.authorizationId, Date.now()]];
 }
 
 export default async function webhooksFanOutBench(args: string[]) {
   const events = Number(args[0] ?? 1000);
   const subscriptions = Number(args[1] ?? 10);
-  const thread = new Worker(new URL(import.meta.url));
-  const { url, ca } = await new Promise<{ url: string; ca: string }>((resolve) => thread.once('message', resolve));
-  const receipts = () =>
-    new Promise<Receipt[]>((resolve) => {
-      thread.once('message', resolve);
-      thread.postMessage('report');
-    });
+  const thread = await startReceiverThread<Receipt>(import.meta.url);
+  const { url, ca, receipts } = thread;
 
   const service = await startBenchService({
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, // the receiver is on 127.0.0.1
@@ -99,6 +84,6 @@ export default async function webhooksFanOutBench(args: string[]) {
     console.log(`    commit-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`);
   } finally {
     await service.stopAll();
-    thread.postMessage('close');
+    thread.close();
   }
 }

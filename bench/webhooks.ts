@@ -12,7 +12,7 @@
 //     which also runs alone as `npm run bench -- webhooks-fanout`).
 //   npm run bench -- webhooks [burst events=400] [subscriptions=10] [steady seconds=10]
 import { randomUUID } from 'node:crypto';
-import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { isMainThread } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { capabilities } from '../src/capabilities.ts';
 import { z } from 'zod';
@@ -23,12 +23,12 @@ import { createWebhook } from '../src/webhooks/commands.ts';
 import { webhookEventMappings } from '../src/webhooks/event-types.ts';
 import { buildWebhookRequest, generateSigningSecret } from '../src/webhooks/signing.ts';
 import { WORKER_CONCURRENCY } from '../src/worker/runner.ts';
-import { startHttpsReceiver } from '../test/support/https-receiver.ts';
-import { percentile, startBenchService } from './support.ts';
+import type { ReceivedRequest } from '../test/support/https-receiver.ts';
+import { percentile, serveReceipts, startBenchService, startReceiverThread } from './support.ts';
 
 type Receipt = { run: string; seq: number; at: number };
 
-if (!isMainThread) await runReceiver();
+if (!isMainThread) await serveReceipts(deliveryReceived);
 
 /** `count` POSTs of signed bodies like the service's, from WORKER_CONCURRENCY loops over one undici pool; POSTs per second. */
 async function plainPosts(url: string, ca: string, count: number, subscriptions: number): Promise<number> {
@@ -56,21 +56,10 @@ async function plainPosts(url: string, ca: string, count: number, subscriptions:
   return perSecond;
 }
 
-/** The receiver thread: answers 200 and reports (run, seq, time) of every delivery when asked. */
-async function runReceiver() {
-  const receipts: Receipt[] = [];
-  const receiver = await startHttpsReceiver();
-  receiver.respondWith((request) => {
-    const { data } = JSON.parse(request.body) as { data: { run: string; seq: number } };
-    receipts.push({ run: data.run, seq: data.seq, at: Date.now() });
-    request.rawBody = Buffer.alloc(0); // keep memory flat over long runs
-    return { status: 200 };
-  });
-  parentPort!.on('message', async (message: 'report' | 'close') => {
-    if (message === 'report') parentPort!.postMessage({ receipts });
-    else await receiver.close().then(() => process.exit(0));
-  });
-  parentPort!.postMessage({ url: receiver.url, ca: receiver.ca });
+/** The receiver thread's receipt of a delivery: its (run, seq) and time. */
+function deliveryReceived(request: ReceivedRequest): Receipt[] {
+  const { data } = JSON.parse(request.body) as { data: { run: string; seq: number } };
+  return [{ run: data.run, seq: data.seq, at: Date.now() }];
 }
 
 export default async function webhooksBench(args: string[]) {
@@ -79,13 +68,8 @@ export default async function webhooksBench(args: string[]) {
   const steadySeconds = Number(args[2] ?? 10);
   const steadyRate = 50;
 
-  const thread = new Worker(new URL(import.meta.url));
-  const { url, ca } = await new Promise<{ url: string; ca: string }>((resolve) => thread.once('message', resolve));
-  const receipts = () =>
-    new Promise<Receipt[]>((resolve) => {
-      thread.once('message', (message: { receipts: Receipt[] }) => resolve(message.receipts));
-      thread.postMessage('report');
-    });
+  const thread = await startReceiverThread<Receipt>(import.meta.url);
+  const { url, ca, receipts } = thread;
 
   const mappings = {
     ...webhookEventMappings,
@@ -162,7 +146,7 @@ export default async function webhooksBench(args: string[]) {
     console.log(`    commit-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies[latencies.length - 1]} ms`);
   } finally {
     await service.stopAll();
-    thread.postMessage('close');
+    thread.close();
   }
   // (c) Fan-out of a real workflow event type, on a service of its own (bench/webhooks-fanout.ts).
   // Imported here, not at the top: that module's worker thread would start its receiver in ours too.

@@ -28,7 +28,7 @@ const WARM_UP_MS = 1000;
 
 /** What both sides store per event: our `EmployerCreated` and its metadata, byte for byte the same JSON. */
 const eventData = (employerId: string) => ({ employerId, name: 'Acme', createdAt: new Date().toISOString() });
-const eventMetadata = (tenantId: string) => ({
+export const eventMetadata = (tenantId: string) => ({
   tenantId,
   actor: { type: 'system' as const, id: 'bench' },
   correlationId: randomUUID(),

@@ -117,7 +117,8 @@ describe('metrics served by the API (METRICS_SECRET)', () => {
     expect(after.value('projection_position', { projection: 'tenants' })).toBeGreaterThan(before.value('projection_position', { projection: 'tenants' }));
     expect(after.labelSets('projection_lag_events').map((labels) => labels.projection)).toEqual(expect.arrayContaining(['tenants', 'audit', 'metrics-probe']));
     expect(after.value('projection_lag_seconds', { projection: 'metrics-probe' })).toBeGreaterThanOrEqual(0);
-    expect(fine.employerId).toBeTruthy();
+    // The healthy employer's event, before the poisoned one, was applied: only the poisoned one is parked.
+    expect((await service.ctx.db.pg.query('SELECT 1 FROM metrics_probe WHERE employer_id = $1', [fine.employerId])).rowCount).toBe(1);
 
     for (const pool of ['read-models', 'event-store', 'pg', 'worker']) expect(after.value('db_pool_max_connections', { pool })).toBeGreaterThan(0);
     const waits = after.families.find((family) => family.name === 'db_pool_wait_seconds');
