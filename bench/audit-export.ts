@@ -8,16 +8,14 @@
 // seals read by one plain pg query into this process (no paging, formatting or HTTP), in rows/s; the
 // ratio export/reference is what to compare between runs on a loaded machine.
 //   npm run bench -- audit-export [entries=100000]
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { sql } from 'slonik';
 import { createApiKey } from '../src/api-keys/commands.ts';
 import { loadConfig } from '../src/config.ts';
 import { startService } from '../src/main.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { freePort, measured, residentMb, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
+import { measured, residentMb, serviceProcessSettings, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 
 const MB = 1024 * 1024;
 
@@ -37,13 +35,7 @@ async function countLines(response: Response): Promise<{ lines: number; bytes: n
 export default async function auditExportBench(args: string[]) {
   const [entryCount = 100_000] = args.map(Number);
   const database = await startBenchDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-audit-export-'));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = {
-    NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn', API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000',
-  };
+  const { env, url, dataDir } = await serviceProcessSettings(database, 'audit-export', { API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000' });
   const actor = { type: 'system', id: 'bench' } as const;
   let setup: Awaited<ReturnType<typeof startService>> | null = null;
   let service: ServiceProcess | null = null;

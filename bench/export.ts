@@ -10,28 +10,20 @@
 // process's peak RSS during that step, sampled from /proc every 10 ms (goal under 300 MB); downloads
 // are counted here, never kept.
 //   npm run bench -- export [patients=100000] [observations=100000]
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { sql } from 'slonik';
 import { createApiKey } from '../src/api-keys/commands.ts';
 import { loadConfig } from '../src/config.ts';
 import { startService } from '../src/main.ts';
 import { createEmployer } from '../src/tenants/commands.ts';
-import { drain, freePort, measured, residentMb, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
+import { drain, measured, residentMb, serviceProcessSettings, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 
 const MB = 1024 * 1024;
 
 export default async function exportBench(args: string[]) {
   const [patientCount = 100_000, observationCount = 100_000] = args.map(Number);
   const database = await startBenchDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-export-'));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env = {
-    NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn', API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000',
-  };
+  const { env, url, dataDir } = await serviceProcessSettings(database, 'export', { API_KEY_RATE_LIMIT_MAX_PER_MIN: '1000000000' });
   const actor = { type: 'system', id: 'bench' } as const;
   let setup: Awaited<ReturnType<typeof startService>> | null = null;
   let service: ServiceProcess | null = null;

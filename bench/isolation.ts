@@ -18,8 +18,7 @@
 // With `split`, the API runs in one process and the worker and projections in another, as
 // docker-compose.yml runs them.
 //   npm run bench -- isolation [seconds per phase=30] [A's patients=20000] [attacks=abcd] [one|split]
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { loadConfig } from '../src/config.ts';
@@ -31,7 +30,7 @@ import { createEmployer } from '../src/tenants/commands.ts';
 import { createWebhook } from '../src/webhooks/commands.ts';
 import { startHttpsReceiver } from '../test/support/https-receiver.ts';
 import { createTestIdp } from '../test/support/saml-idp.ts';
-import { cpuSecondsOf, freePort, percentile, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
+import { cpuSecondsOf, percentile, serviceProcessSettings, startBenchDatabase, startServiceProcess, stopServiceProcess, type ServiceProcess } from './support.ts';
 import type { AttackerData, AttackName } from './workers/isolation-attacker.ts';
 
 const B_ADDRESS = '198.51.100.20';
@@ -77,18 +76,12 @@ export default async function isolationBench(args: string[]) {
   const chosenAttacks = args[2] ?? 'abcd';
   const split = args[3] === 'split';
   const database = await startBenchDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'ei-bench-isolation-'));
   const receiver = await startHttpsReceiver();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  // The receiver is on 127.0.0.1 with a certificate of its own; clients' addresses come from X-Forwarded-For.
+  const { env, url, dataDir } = await serviceProcessSettings(database, 'isolation', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TRUST_PROXY: '127.0.0.1' });
   const caFile = join(dataDir, 'receiver-ca.pem');
   await writeFile(caFile, receiver.ca);
-  const env = {
-    NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn',
-    // The receiver is on 127.0.0.1 with a certificate of its own; clients' addresses come from X-Forwarded-For.
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NODE_EXTRA_CA_CERTS: caFile, TRUST_PROXY: '127.0.0.1',
-  };
+  env.NODE_EXTRA_CA_CERTS = caFile;
   const ceiling = loadConfig(env).API_KEY_RATE_LIMIT_MAX_PER_MIN;
 
   // B's pings are answered and timed; A's receiver never answers (its attempts time out after 10 s).

@@ -226,3 +226,18 @@ export async function startReceiverThread<Receipt>(moduleUrl: string | URL) {
     close: () => thread.postMessage('close'),
   };
 }
+
+/**
+ * The settings of a service process a bench runs on `database`: production, on 127.0.0.1 at a free
+ * port, its data in a temporary directory named after the bench, with `extra` on top.
+ */
+export async function serviceProcessSettings(database: BenchDatabase, bench: string, extra: Record<string, string> = {}) {
+  const dataDir = await mkdtemp(join(tmpdir(), `ei-bench-${bench}-`));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = {
+    NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(port), PUBLIC_BASE_URL: url, DATABASE_URL: database.connectionUri, DATA_DIR: dataDir,
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), LOG_LEVEL: 'warn', ...extra,
+  };
+  return { env, url, dataDir };
+}
