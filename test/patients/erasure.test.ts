@@ -2,16 +2,14 @@
 // of the database holds the patient's e-mail, names or health data in clear (every row of every
 // table searched as text, the event log included), FHIR answers 410, replay still lists every event
 // with the personal fields shown as erased, and other patients are untouched.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, keyHeaders } from '../support/api-keys.ts';
+import { runCli } from '../support/cli.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { apiClient, TEST_ENCRYPTION_KEY, type ApiClient } from '../webhooks/helpers.ts';
 
-const run = promisify(execFile);
 let service: TestService;
 
 beforeAll(async () => {
@@ -21,17 +19,11 @@ afterAll(async () => {
   await service?.stop();
 });
 
-/** The CLI as an operator runs it, in its own process against the service's database. */
+/** The CLI's output; a failing command fails the test, with its error output. */
 async function cli(...args: string[]) {
-  const env = {
-    ...(process.env as Record<string, string>),
-    DATABASE_URL: service.ctx.db.connectionUri,
-    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    DATA_DIR: service.ctx.config.DATA_DIR, // the service's audit signing key
-    PUBLIC_BASE_URL: 'http://127.0.0.1:9',
-    LOG_LEVEL: 'silent',
-  };
-  return (await run(process.execPath, ['src/cli.ts', ...args], { env, cwd: process.cwd() })).stdout;
+  const { code, stdout, stderr } = await runCli(service, args, { ENCRYPTION_KEY: TEST_ENCRYPTION_KEY });
+  if (code !== 0) throw new Error(`cli ${args.join(' ')} exited with ${code}: ${stderr}`);
+  return stdout;
 }
 
 /** Tables (schema.table) with a row whose text contains `needle`, case-insensitively: the whole database. */

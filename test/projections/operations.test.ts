@@ -3,8 +3,6 @@
 // behind it are applied. Pause and resume (from a CLI process, so across processes): a paused
 // projection applies nothing, commands do not wait for it, status and /readyz name it (200
 // degraded); resumed, it catches up from its checkpoint.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,11 +13,11 @@ import type { Projection } from '../../src/event-store/projection.ts';
 import { skipParkedEvent } from '../../src/operations/commands.ts';
 import { readCheckpoint } from '../../projections/runner.ts';
 import { resumeProjection } from '../../projections/operations.ts';
+import { runCli } from '../support/cli.ts';
 import { createTestDatabaseUri } from '../support/database.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 
-const run = promisify(execFile);
 const POISONED_PREFIX = 'Poisoned';
 
 /** Employers' names (refusing some by a CHECK constraint) and, in a second table, their admin-role mappings: two events of one stream. */
@@ -58,11 +56,7 @@ describe('projection operations', () => {
   });
   afterAll(async () => service?.stop());
 
-  const cli = (...args: string[]) =>
-    run(process.execPath, ['src/cli.ts', ...args], {
-      env: { ...(process.env as Record<string, string>), DATABASE_URL: databaseUri, DATA_DIR: service.ctx.config.DATA_DIR, LOG_LEVEL: 'silent' },
-      cwd: process.cwd(),
-    }).then(({ stdout }) => ({ code: 0, stdout, stderr: '' }), (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }));
+  const cli = (...args: string[]) => runCli(service, args);
   const readiness = async () => {
     const response = await fetch(`${service.url}/readyz`);
     return { status: response.status, body: await response.json() };

@@ -2,16 +2,14 @@
 // CLI: refused while the user is active, then no table of the database holds the user's e-mail,
 // names or SCIM attributes in clear (every row of every table searched as text), replay marks the
 // user's sealed fields erased, the audit chain still verifies, and the address is free again.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { PATCH_OP, scimTenant, USER_SCHEMA, type ScimClient } from '../scim/scim-client.ts';
 import { TEST_ENCRYPTION_KEY } from '../webhooks/helpers.ts';
 
-const run = promisify(execFile);
 let service: TestService;
 
 beforeAll(async () => {
@@ -21,20 +19,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-async function cli(...args: string[]) {
-  const env = {
-    ...(process.env as Record<string, string>),
-    DATABASE_URL: service.ctx.db.connectionUri,
-    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    DATA_DIR: service.ctx.config.DATA_DIR,
-    PUBLIC_BASE_URL: 'http://127.0.0.1:9',
-    LOG_LEVEL: 'silent',
-  };
-  return run(process.execPath, ['src/cli.ts', ...args], { env, cwd: process.cwd() }).then(
-    ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
-    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-  );
-}
+const cli = (...args: string[]) => runCli(service, args, { ENCRYPTION_KEY: TEST_ENCRYPTION_KEY });
 
 /** Tables (schema.table) with a row whose text contains `needle`, case-insensitively: the whole database. */
 async function tablesContaining(needle: string): Promise<string[]> {
