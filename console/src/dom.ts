@@ -66,6 +66,23 @@ export function notice(): Notice {
   };
 }
 
+/**
+ * A page's actions: each clears `status`, runs, refreshes the page's list, then shows the message it
+ * returned (if any), or the error it threw.
+ */
+export function refreshingActions(status: Notice, refresh: () => Promise<void>) {
+  return async (what: () => Promise<string | void>) => {
+    status.clear();
+    try {
+      const message = await what();
+      await refresh();
+      if (message) status.ok(message);
+    } catch (error) {
+      status.fail(error);
+    }
+  };
+}
+
 /** A value shown once (a raw key, a secret, a token): a warning, the value and a copy button. */
 export function secretPanel(title: string, value: string, warning: string): HTMLElement {
   const copied = h('span', { role: 'status', 'aria-live': 'polite' });

@@ -3,7 +3,7 @@
 // token, delete.
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
-import { field, formatDate, h, notice, secretPanel, table } from '../dom.ts';
+import { field, formatDate, h, notice, refreshingActions, secretPanel, table } from '../dom.ts';
 import type { Page } from '../main.ts';
 
 type AuditStream = components['schemas']['AuditStream'];
@@ -42,16 +42,7 @@ export const auditStreamsPage: Page = {
     preset.addEventListener('change', showToken);
     showToken();
 
-    const run = async (what: () => Promise<string | void>) => {
-      status.clear();
-      try {
-        const message = await what();
-        await refresh();
-        if (message) status.ok(message);
-      } catch (error) {
-        status.fail(error);
-      }
-    };
+    const run = refreshingActions(status, () => refresh()); // refresh is declared below
     const path = (stream: AuditStream) => ({ path: { streamId: stream.id } });
 
     const form = h('form', {

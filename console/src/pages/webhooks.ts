@@ -4,7 +4,7 @@
 // disable / re-enable, delete.
 import type { components } from '../../generated/api.d.ts';
 import { api, ok } from '../api.ts';
-import { field, formatDate, h, notice, secretPanel, table } from '../dom.ts';
+import { field, formatDate, h, notice, refreshingActions, secretPanel, table } from '../dom.ts';
 import type { Page } from '../main.ts';
 
 type Webhook = components['schemas']['WebhookSubscription'];
@@ -58,16 +58,7 @@ export const webhooksPage: Page = {
       h('button', { type: 'submit' }, 'Subscribe'),
     );
 
-    const run = async (what: () => Promise<string | void>) => {
-      status.clear();
-      try {
-        const message = await what();
-        await refresh();
-        if (message) status.ok(message);
-      } catch (error) {
-        status.fail(error);
-      }
-    };
+    const run = refreshingActions(status, () => refresh()); // refresh is declared below
     const path = (webhook: Webhook) => ({ path: { webhookId: webhook.id } });
 
     const sendTest = (webhook: Webhook) => run(async () => {
