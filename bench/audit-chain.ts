@@ -30,7 +30,7 @@ export async function auditChainSealingBench(): Promise<void> {
   const { eventStore, db, notifications } = service.ctx;
   const chain = service.projections.find((projection) => projection.name === AUDIT_CHAIN_PROJECTION)!;
   const startSealing = () =>
-    startProjectionRunner({ pool: db.slonik, eventStore, notifications, projections: [chain], onError: (_, error) => console.error(error) });
+    startProjectionRunner({ pool: db.slonik, eventStore, notifications, projections: [chain], maxConcurrentBatches: 1, onError: (_, error) => console.error(error) });
   const sealedUpToHead = async () => comparePositions(await readCheckpoint(db.slonik, AUDIT_CHAIN_PROJECTION), await eventStore.headPosition()) >= 0;
   const waitUntilSealed = async (pollMs = 5) => {
     while (!(await sealedUpToHead())) await new Promise((resolve) => setTimeout(resolve, pollMs));

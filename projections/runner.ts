@@ -18,6 +18,7 @@ import {
   type Subscription,
 } from '../src/event-store/port.ts';
 import { handlesEventType, type Projection } from '../src/event-store/projection.ts';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { inSpan, traceContextOf, tracingEnabled } from '../src/tracing.ts';
 import { listParked, park, recordRetry, unpark, waitingBehind, waitingStreams, describeError, type SetAside } from './parking.ts';
 import { CONTROL_CHANNEL, parseControl, pausedProjections } from './operations.ts';
@@ -272,6 +273,12 @@ type RunnerDeps = {
   onError: (projection: string, error: unknown) => void;
   /** An event set aside: it failed alone after the batch's attempts, or waits behind one that did. */
   onParked?: (projection: string, parked: SetAside) => void;
+  /**
+   * Batch transactions applied at once across this runner's projections (each holds a connection of
+   * `pool`): fewer than the pool has, so that the process's queries keep connections while every read
+   * model catches up at once (a 10,000-row upload's events).
+   */
+  maxConcurrentBatches: number;
 };
 
 /**
@@ -281,7 +288,8 @@ type RunnerDeps = {
  */
 export async function startProjectionRunner(deps: RunnerDeps): Promise<ProjectionRunner> {
   const announcePassed = createPassedAnnouncer(deps.pool, deps.notifications);
-  const runs = new Map(deps.projections.map((projection) => [projection.name, projectionRun(deps, projection, announcePassed)]));
+  const batchSlot = pLimit(deps.maxConcurrentBatches);
+  const runs = new Map(deps.projections.map((projection) => [projection.name, projectionRun(deps, projection, announcePassed, batchSlot)]));
   const control = (name: string, paused: boolean) => {
     const run = runs.get(name);
     if (run) void run.setPaused(paused).catch((error: unknown) => deps.onError(name, error));
@@ -312,7 +320,7 @@ export async function startProjectionRunner(deps: RunnerDeps): Promise<Projectio
 }
 
 /** One projection's subscription, stopped while the projection is paused. */
-function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed: ReturnType<typeof createPassedAnnouncer>) {
+function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed: ReturnType<typeof createPassedAnnouncer>, batchSlot: LimitFunction) {
   const { notifications } = deps;
   let subscription: Subscription | null = null;
   let paused = false;
@@ -347,7 +355,7 @@ function projectionRun(deps: RunnerDeps, projection: Projection, announcePassed:
         }
         return;
       }
-      if (await inBatchSpan(projection, batch, () => applyRetryingThenParking(deps, projection, batch, notifications.peersListening()))) {
+      if (await batchSlot(() => inBatchSpan(projection, batch, () => applyRetryingThenParking(deps, projection, batch, notifications.peersListening())))) {
         paused = true;
         void unsubscribe();
         return;

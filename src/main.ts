@@ -155,6 +155,8 @@ export async function startService(options: {
   if (roles.includes('projections')) {
     projectionRunner = await startProjectionRunner({
       pool: db.slonik,
+      // Half the read-model connections at most: the rest stay for queries and commands.
+      maxConcurrentBatches: Math.max(1, Math.floor(db.plan.readModels / 2)),
       eventStore,
       notifications,
       projections,
